@@ -1,0 +1,294 @@
+"""Choose what to mask for each pre-fine-tuning objective, and build the masked batch.
+
+Objectives (combine with ``+``):
+
+* ``mlm_cand``: all word pieces of chosen candidate spans are masked and predicted.
+* ``ecb``: for a chosen candidate the left and right boundary *words* (x_{s-1}, x_{e+1}, all
+  their pieces; a side is skipped when it is the sequence edge) are masked and predicted
+  while the candidate itself stays visible.
+* ``mlm_random``: BERT's random word pieces.
+* ``mlm_span`` (+ ``sbo``): SpanBERT's whole-word spans of geometric length (p=0.2, at most
+  10 words); ``sbo`` adds the span-boundary objective over the same masked pieces.
+
+Every objective predicts at most ``mask_ratio`` (default 15%) of the non-special pieces of a
+sequence, so all variants get the same prediction budget and compare fairly. With
+``mlm_cand+ecb`` each candidate is given one role at random (a single forward pass cannot
+show a candidate to ECB and hide it from MLM_CAND at once): a candidate masked for
+MLM_CAND never overlaps a candidate kept visible for ECB. All chosen positions get BERT's
+80/10/10 corruption ([MASK] / random token / unchanged). Special tokens are never masked.
+"""
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from .data import Example
+
+OBJECTIVES = ("mlm_cand", "ecb", "mlm_random", "mlm_span", "sbo")
+# Objectives that may be combined with each other (one group per run).
+OBJECTIVE_GROUPS = (
+    frozenset({"mlm_cand", "ecb"}),
+    frozenset({"mlm_random"}),
+    frozenset({"mlm_span", "sbo"}),
+)
+# Objectives whose predictions go through the MLM head at gathered positions.
+TOKEN_OBJECTIVES = ("mlm_cand", "ecb", "mlm_random", "mlm_span")
+SPANBERT_P = 0.2
+SPANBERT_MAX_WORDS = 10
+
+
+def parse_objective(objective: str) -> FrozenSet[str]:
+    """Parse ``"mlm_cand+ecb"`` into a set of objective names and validate it.
+
+    objective (str): Objective names joined by ``+``.
+    RETURNS (FrozenSet[str]): The objective names.
+    """
+    names = frozenset(n.strip() for n in objective.split("+") if n.strip())
+    unknown = names - set(OBJECTIVES)
+    if not names or unknown:
+        raise ValueError(
+            f"Unknown PFT objective '{objective}': choose from {', '.join(OBJECTIVES)} "
+            "joined by '+', e.g. mlm_cand+ecb"
+        )
+    if not any(names <= group for group in OBJECTIVE_GROUPS):
+        raise ValueError(
+            f"PFT objectives '{objective}' cannot be combined; allowed combinations are "
+            "subsets of mlm_cand+ecb, mlm_random, mlm_span+sbo"
+        )
+    if "sbo" in names and "mlm_span" not in names:
+        raise ValueError("The 'sbo' objective predicts the masked spans of 'mlm_span': use mlm_span+sbo")
+    return names
+
+
+def budget(word_ids: Sequence[int], mask_ratio: float) -> int:
+    """Number of pieces that may be masked: ``mask_ratio`` of the non-special pieces (≥ 1)."""
+    n_content = sum(1 for w in word_ids if w >= 0)
+    return max(1, int(round(n_content * mask_ratio))) if n_content else 0
+
+
+def _word_pieces(word_ids: Sequence[int]) -> Dict[int, Tuple[int, int]]:
+    """Map each word index to its ``(first_piece, end_piece_exclusive)``."""
+    spans: Dict[int, Tuple[int, int]] = {}
+    for i, w in enumerate(word_ids):
+        if w >= 0:
+            start, _ = spans.get(w, (i, i))
+            spans[w] = (start, i + 1)
+    return spans
+
+
+def random_positions(word_ids: Sequence[int], rng: np.random.Generator, mask_ratio: float) -> List[int]:
+    """BERT-style: a random ``mask_ratio`` share of the non-special pieces.
+
+    word_ids (Sequence[int]): Word index per piece, -1 for special tokens.
+    rng (np.random.Generator): Random source.
+    mask_ratio (float): Share of pieces to mask.
+    RETURNS (List[int]): Sorted piece positions.
+    """
+    content = [i for i, w in enumerate(word_ids) if w >= 0]
+    n = budget(word_ids, mask_ratio)
+    return sorted(rng.choice(content, size=n, replace=False).tolist()) if n else []
+
+
+def span_positions(
+    word_ids: Sequence[int],
+    rng: np.random.Generator,
+    mask_ratio: float,
+    p: float = SPANBERT_P,
+    max_words: int = SPANBERT_MAX_WORDS,
+) -> List[Tuple[int, int]]:
+    """SpanBERT-style whole-word spans with geometric lengths, within the budget.
+
+    RETURNS (List[Tuple[int, int]]): Sorted ``(first_piece, end_piece_exclusive)`` spans. The
+        pieces just outside each span are its SBO boundaries (always present: the special
+        tokens close the sequence on both sides).
+    """
+    words = _word_pieces(word_ids)
+    n_words, limit = len(words), budget(word_ids, mask_ratio)
+    masked = np.zeros(len(word_ids), dtype=bool)
+    spans: List[Tuple[int, int]] = []
+    # SpanBERT samples until the budget is used; a bounded number of draws keeps tiny or
+    # saturated sequences from looping for ever.
+    for _ in range(10 * max(limit, 1)):
+        if masked.sum() >= limit or not n_words:
+            break
+        length = min(int(rng.geometric(p)), max_words, n_words)
+        first = int(rng.integers(0, n_words - length + 1))
+        start, end = words[first][0], words[first + length - 1][1]
+        if masked[start - 1 : end + 1].any() or masked.sum() + (end - start) > limit:
+            continue  # overlapping or touching spans would share boundaries
+        masked[start:end] = True
+        spans.append((start, end))
+    return sorted(spans)
+
+
+def candidate_positions(
+    example: Example,
+    rng: np.random.Generator,
+    mask_ratio: float,
+    use_cand: bool = True,
+    use_ecb: bool = True,
+) -> Tuple[List[int], List[int]]:
+    """Choose candidates and return the pieces to predict for MLM_CAND and for ECB.
+
+    example (Example): Pieces, word ids and candidate spans (piece offsets).
+    rng (np.random.Generator): Random source (candidate order and roles).
+    mask_ratio (float): Budget, as a share of the non-special pieces.
+    use_cand (bool): Use the MLM_CAND role.
+    use_ecb (bool): Use the ECB role.
+    RETURNS (Tuple[List[int], List[int]]): Sorted ``(cand_positions, ecb_positions)``.
+    """
+    word_ids = example.word_ids
+    words = _word_pieces(word_ids)
+    limit = budget(word_ids, mask_ratio)
+    masked, visible = set(), set()
+    cand, ecb = [], []
+    for i in rng.permutation(len(example.candidates)):
+        start, end = example.candidates[i]
+        span = set(range(start, end))
+        roll = rng.random()  # drawn for every candidate so the stream does not depend on roles
+        role_cand = use_cand and (not use_ecb or roll < 0.5)
+        if role_cand:
+            targets = span
+            if targets & visible or targets & masked:
+                continue
+        else:
+            targets = set()
+            if start - 1 >= 0 and word_ids[start - 1] >= 0:
+                targets.update(range(*words[word_ids[start - 1]]))
+            if end < len(word_ids) and word_ids[end] >= 0:
+                targets.update(range(*words[word_ids[end]]))
+            # The candidate must stay visible and its boundaries must not be hidden spans.
+            if not targets or span & masked or targets & visible or targets & masked:
+                continue
+        if len(masked) + len(targets) > limit:
+            continue
+        masked |= targets
+        if role_cand:
+            cand.extend(targets)
+        else:
+            ecb.extend(targets)
+            visible |= span
+    return sorted(cand), sorted(ecb)
+
+
+def bert_corrupt(
+    input_ids: np.ndarray,
+    positions: Sequence[int],
+    rng: np.random.Generator,
+    mask_id: int,
+    vocab_size: int,
+    special_ids: Sequence[int],
+) -> np.ndarray:
+    """BERT's 80/10/10 corruption: [MASK], a random non-special token, or unchanged.
+
+    RETURNS (np.ndarray): A corrupted copy of ``input_ids``.
+    """
+    out = np.array(input_ids, copy=True)
+    if not len(positions):
+        return out
+    positions = np.asarray(positions)
+    roll = rng.random(len(positions))
+    out[positions[roll < 0.8]] = mask_id
+    rand_pos = positions[(roll >= 0.8) & (roll < 0.9)]
+    # Random replacements avoid special tokens, which the model never sees inside text.
+    random_ids = rng.integers(0, vocab_size, size=len(rand_pos))
+    special = np.isin(random_ids, np.asarray(special_ids))
+    while special.any():
+        random_ids[special] = rng.integers(0, vocab_size, size=int(special.sum()))
+        special = np.isin(random_ids, np.asarray(special_ids))
+    out[rand_pos] = random_ids
+    return out
+
+
+@dataclass
+class MaskedBatch:
+    """A padded, corrupted batch and its prediction targets.
+
+    input_ids, attention_mask (torch.Tensor): ``(B, T)``.
+    positions (torch.Tensor): Flat indices into ``B * T`` of the pieces to predict.
+    labels (torch.Tensor): Original ids at ``positions``.
+    objective (torch.Tensor): Index into ``TOKEN_OBJECTIVES`` per position.
+    sbo_left, sbo_right, sbo_offset, sbo_labels (Optional[torch.Tensor]): For ``sbo``, per
+        masked span piece: flat index of the left and right boundary piece, the offset in
+        the span and the original id.
+    n_tokens (int): Non-padding pieces (for tokens/s).
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    positions: torch.Tensor
+    labels: torch.Tensor
+    objective: torch.Tensor
+    sbo_left: Optional[torch.Tensor] = None
+    sbo_right: Optional[torch.Tensor] = None
+    sbo_offset: Optional[torch.Tensor] = None
+    sbo_labels: Optional[torch.Tensor] = None
+    n_tokens: int = 0
+
+
+def mask_batch(
+    examples: Sequence[Example],
+    objectives: FrozenSet[str],
+    rng: np.random.Generator,
+    tokenizer,
+    mask_ratio: float = 0.15,
+) -> MaskedBatch:
+    """Pad a batch of examples and apply the objectives' masking.
+
+    examples (Sequence[Example]): The batch.
+    objectives (FrozenSet[str]): From ``parse_objective``.
+    rng (np.random.Generator): Random source (seeded per batch by the trainer).
+    tokenizer: The encoder's tokenizer (mask/pad/special ids, vocabulary size).
+    mask_ratio (float): Prediction budget per sequence.
+    RETURNS (MaskedBatch): Tensors on the CPU.
+    """
+    width = max(len(ex.input_ids) for ex in examples)
+    ids = np.full((len(examples), width), tokenizer.pad_token_id, dtype=np.int64)
+    attention = np.zeros((len(examples), width), dtype=np.int64)
+    flat, labels, kinds = [], [], []
+    left, right, offset, sbo_labels = [], [], [], []
+    code = {name: i for i, name in enumerate(TOKEN_OBJECTIVES)}
+    for b, ex in enumerate(examples):
+        per_objective: Dict[str, List[int]] = {}
+        if "mlm_random" in objectives:
+            per_objective["mlm_random"] = random_positions(ex.word_ids, rng, mask_ratio)
+        if "mlm_span" in objectives:
+            spans = span_positions(ex.word_ids, rng, mask_ratio)
+            per_objective["mlm_span"] = [i for s, e in spans for i in range(s, e)]
+            if "sbo" in objectives:
+                for s, e in spans:
+                    for i in range(s, e):
+                        left.append(b * width + s - 1)
+                        right.append(b * width + e)
+                        offset.append(i - s)
+                        sbo_labels.append(ex.input_ids[i])
+        if objectives & {"mlm_cand", "ecb"}:
+            cand, ecb = candidate_positions(
+                ex, rng, mask_ratio, "mlm_cand" in objectives, "ecb" in objectives
+            )
+            per_objective["mlm_cand"], per_objective["ecb"] = cand, ecb
+        chosen = [i for name in TOKEN_OBJECTIVES for i in per_objective.get(name, [])]
+        ids[b, : len(ex.input_ids)] = bert_corrupt(
+            ex.input_ids, chosen, rng, tokenizer.mask_token_id, len(tokenizer), tokenizer.all_special_ids
+        )
+        attention[b, : len(ex.input_ids)] = 1
+        for name in TOKEN_OBJECTIVES:
+            for i in per_objective.get(name, []):
+                flat.append(b * width + i)
+                labels.append(ex.input_ids[i])
+                kinds.append(code[name])
+    as_long = lambda xs: torch.tensor(xs, dtype=torch.long)  # noqa: E731
+    has_sbo = "sbo" in objectives
+    return MaskedBatch(
+        input_ids=torch.from_numpy(ids),
+        attention_mask=torch.from_numpy(attention),
+        positions=as_long(flat),
+        labels=as_long(labels),
+        objective=as_long(kinds),
+        sbo_left=as_long(left) if has_sbo else None,
+        sbo_right=as_long(right) if has_sbo else None,
+        sbo_offset=as_long(offset) if has_sbo else None,
+        sbo_labels=as_long(sbo_labels) if has_sbo else None,
+        n_tokens=int(attention.sum()),
+    )
