@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "spacy_sciner.corpora.cli",
     "spacy_sciner.mining.cli",
     "spacy_sciner.pft.cli",
+    "spacy_sciner.spancat.cli",
 )
 for _module in COMMAND_MODULES:
     try:

@@ -1,0 +1,61 @@
+"""``sciner calibrate``: choose the high-recall filter's threshold on dev data."""
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..cli import sciner_cli
+
+
+@sciner_cli.command("calibrate")
+def calibrate_cli(
+    model_dir: Path = typer.Argument(..., help="Trained pipeline directory (e.g. training/model-best)", exists=True),
+    dev_path: Path = typer.Argument(..., help="Dev DocBin (.spacy) with gold spans", exists=True),
+    output_dir: Path = typer.Argument(..., help="Where to save the calibrated pipeline"),
+    target_recall: float = typer.Option(0.99, "--target-recall", help="Fraction of reachable gold spans the filter keeps"),
+    tune_threshold: bool = typer.Option(True, "--tune-threshold/--keep-threshold", help="Also set the decision threshold to the dev-F1 optimum"),
+    component: Optional[str] = typer.Option(None, "--component", help="Component name (default: the only sciner_spancat)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for CPU"),
+    batch_size: int = typer.Option(64, "--batch-size", help="Docs per batch"),
+) -> None:
+    """Calibrate a trained sciner_spancat on dev, print the report and save the pipeline.
+
+    Dev docs are read like `spacy evaluate` reads them (spacy.Corpus), so the filter
+    recall is measured on the same tokenization the pipeline will see.
+    """
+    import spacy
+    from spacy.training import Corpus
+    from spacy.cli._util import setup_gpu
+
+    from .component import SciNERSpanCategorizer
+
+    setup_gpu(gpu_id)
+    nlp = spacy.load(model_dir)
+    names = [name for name, proc in nlp.pipeline if isinstance(proc, SciNERSpanCategorizer)]
+    if component is not None:
+        if component not in names:
+            raise typer.BadParameter(f"'{component}' is not a sciner_spancat in {model_dir} (found: {names})")
+        names = [component]
+    if len(names) != 1:
+        raise typer.BadParameter(f"Need exactly one sciner_spancat in {model_dir}, found {names}; use --component")
+    examples = list(Corpus(dev_path)(nlp))
+    if not examples:
+        raise typer.BadParameter(f"{dev_path} holds no docs")
+    report = nlp.get_pipe(names[0]).calibrate(
+        examples, target_recall=target_recall, tune_threshold=tune_threshold, nlp=nlp, batch_size=batch_size
+    )
+    typer.echo(
+        f"filter threshold {report['filter_threshold']:.4g}: keeps {report['filter_recall']:.2%} of the "
+        f"{report['n_gold_spans'] - report['n_gold_longer_than_max']} gold spans up to max_span_length "
+        f"(target {target_recall:.2%}), {report['candidate_recall']:.2%} of all {report['n_gold_spans']}; "
+        f"prunes {report['filtration_rate']:.2%} of {report['n_candidates']} candidate spans"
+    )
+    if tune_threshold:
+        typer.echo(
+            f"decision threshold {report['threshold']:.4g}: dev P {report['dev_p']:.4f} "
+            f"R {report['dev_r']:.4f} F {report['dev_f']:.4f}"
+        )
+    nlp.to_disk(output_dir)
+    typer.echo(json.dumps(report, indent=2))
+    typer.echo(f"Saved calibrated pipeline to {output_dir}")

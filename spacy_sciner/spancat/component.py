@@ -1,0 +1,469 @@
+"""``sciner_spancat``: the SEPT span categorizer as a spaCy pipeline component.
+
+Training: every gold span of ``doc.spans[spans_key]`` (nested and overlapping allowed,
+also spans longer than ``max_span_length``) plus ``negatives_per_doc`` random non-gold
+spans of width <= ``max_span_length`` per doc; cross-entropy over labels + "no entity",
+and a binary cross-entropy for the high-recall filter head, both through the shared
+transformer.
+
+Inference only looks at the doc (never at a reference): all spans of width
+``1..max_span_length`` are enumerated with numpy and scored in chunks of at most
+``chunk_size`` spans. With ``use_filter`` and a calibrated ``filter_threshold``
+(``calibrate()`` or ``sciner calibrate``), spans whose filter probability is below the
+threshold are dropped before the MLP. Until calibrated, the filter keeps every span.
+
+Output:
+
+* ``doc.spans[spans_key]``: every span whose best entity label (the "no entity" class
+  excluded) has probability >= ``threshold``; nested and overlapping spans allowed;
+  ``doc.spans[spans_key].attrs["scores"]`` holds those probabilities, in span order.
+* ``doc.ents`` (if ``write_ents``): a non-overlapping subset of those spans, chosen
+  greedily by score, highest first.
+"""
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
+
+import numpy
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.util import minibatch
+from spacy.vocab import Vocab
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from thinc.types import Floats2d, Ragged
+
+from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
+from .decode import best_labels, make_span_group, set_ents
+from .filter import best_f1_threshold, recall_threshold, sigmoid
+from .sampling import enumerate_batch, gold_spans, sample_training_spans, span_keys, span_targets
+
+default_model_config = """
+[model]
+@architectures = "spacy-sciner.SpanCategorizer.v1"
+hidden_width = 256
+dropout = 0.1
+reducer = "max"
+width_embedding = 0
+width_buckets = 16
+
+[model.tok2vec]
+@architectures = "spacy-transformers.TransformerListener.v1"
+grad_factor = 1.0
+upstream = "*"
+
+[model.tok2vec.pooling]
+@layers = "reduce_mean.v1"
+"""
+DEFAULT_SCINER_SPANCAT_MODEL = Config().from_str(default_model_config)["model"]
+
+
+@Language.factory(
+    "sciner_spancat",
+    assigns=["doc.spans", "doc.ents"],
+    default_config={
+        "model": DEFAULT_SCINER_SPANCAT_MODEL,
+        "spans_key": DEFAULT_SPANS_KEY,
+        "max_span_length": 8,
+        # ~250 negatives per SciERC abstract (SEPT's best) / ~5 sentences per abstract.
+        "negatives_per_doc": 50,
+        "threshold": 0.5,
+        "use_filter": True,
+        "filter_threshold": None,
+        "write_ents": True,
+        "chunk_size": 20000,
+        "seed": 0,
+        "scorer": {"@scorers": "spacy-sciner.span_scorer.v1"},
+    },
+    default_score_weights={
+        f"spans_{DEFAULT_SPANS_KEY}_f": 1.0,
+        f"spans_{DEFAULT_SPANS_KEY}_p": 0.0,
+        f"spans_{DEFAULT_SPANS_KEY}_r": 0.0,
+        "ents_f": 0.0,
+    },
+)
+def make_sciner_spancat(
+    nlp: Language,
+    name: str,
+    model: Model[Tuple[List[Doc], Ragged], Floats2d],
+    spans_key: str,
+    max_span_length: int,
+    negatives_per_doc: int,
+    threshold: float,
+    use_filter: bool,
+    filter_threshold: Optional[float],
+    write_ents: bool,
+    chunk_size: int,
+    seed: int,
+    scorer: Optional[Callable],
+) -> "SciNERSpanCategorizer":
+    """Create a ``SciNERSpanCategorizer``; see the class for the arguments."""
+    return SciNERSpanCategorizer(
+        nlp.vocab, model, name, spans_key=spans_key, max_span_length=max_span_length,
+        negatives_per_doc=negatives_per_doc, threshold=threshold, use_filter=use_filter,
+        filter_threshold=filter_threshold, write_ents=write_ents, chunk_size=chunk_size,
+        seed=seed, scorer=scorer,
+    )
+
+
+class SpanScores(NamedTuple):
+    """What ``predict`` returns: the spans that reached the classifier and their scores."""
+
+    spans: Ragged  # doc-local (start, end) rows, one group per doc
+    probs: Floats2d  # (n_spans, n_labels + 1) class probabilities, numpy
+    n_candidates: int  # spans enumerated before the filter
+
+
+class SciNERSpanCategorizer(TrainablePipe):
+    """Label spans with the SEPT span categorizer (see the module docstring)."""
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[Tuple[List[Doc], Ragged], Floats2d],
+        name: str = "sciner_spancat",
+        *,
+        spans_key: str = DEFAULT_SPANS_KEY,
+        max_span_length: int = 8,
+        negatives_per_doc: int = 50,
+        threshold: float = 0.5,
+        use_filter: bool = True,
+        filter_threshold: Optional[float] = None,
+        write_ents: bool = True,
+        chunk_size: int = 20000,
+        seed: int = 0,
+        scorer: Optional[Callable] = score_spans_and_ents,
+    ) -> None:
+        """Initialize the component.
+
+        vocab (Vocab): The shared vocabulary.
+        model (Model): A ``spacy-sciner.SpanCategorizer.v1`` model.
+        name (str): Component name, also the key of its loss.
+        spans_key (str): ``doc.spans`` key for gold spans (training) and output.
+        max_span_length (int): L, the longest span enumerated at inference.
+        negatives_per_doc (int): Random non-gold spans trained on per doc.
+        threshold (float): Minimum best-label probability for a span to be output.
+        use_filter (bool): Prune spans with the filter head before the MLP.
+        filter_threshold (Optional[float]): Filter probability below which a span is
+            pruned; None (uncalibrated) keeps every span. Set by ``calibrate``.
+        write_ents (bool): Also write a non-overlapping decode to ``doc.ents``.
+        chunk_size (int): Most spans scored at once, bounding memory on long docs.
+        seed (int): Seed of the negative-sampling random generator.
+        scorer (Optional[Callable]): The scoring method.
+        """
+        _check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size)
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.scorer = scorer
+        self.cfg: Dict[str, Any] = {
+            "labels": [],
+            "spans_key": spans_key,
+            "max_span_length": max_span_length,
+            "negatives_per_doc": negatives_per_doc,
+            "threshold": threshold,
+            "use_filter": use_filter,
+            "filter_threshold": filter_threshold,
+            "write_ents": write_ents,
+            "chunk_size": chunk_size,
+            "seed": seed,
+            "calibration": {},
+        }
+        self._rng = numpy.random.default_rng(seed)
+
+    @property
+    def key(self) -> str:
+        """RETURNS (str): The ``doc.spans`` key read in training and written in output."""
+        return str(self.cfg["spans_key"])
+
+    @property
+    def labels(self) -> Tuple[str, ...]:
+        """RETURNS (Tuple[str, ...]): The entity labels; class ``len(labels)`` is "no entity"."""
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> List[str]:
+        """RETURNS (List[str]): The labels, for ``spacy init labels``."""
+        return list(self.labels)
+
+    @property
+    def _label_map(self) -> Dict[str, int]:
+        return {label: i for i, label in enumerate(self.labels)}
+
+    def add_label(self, label: str) -> int:
+        """Add a label before ``initialize`` (the softmax is not resizable afterwards).
+
+        label (str): The label.
+        RETURNS (int): 0 if the label was already present, otherwise 1.
+        """
+        if not isinstance(label, str) or not label:
+            raise ValueError(f"Labels of '{self.name}' must be non-empty strings, got {label!r}")
+        if label in self.labels:
+            return 0
+        output_layer = self.model.get_ref("output_layer")
+        if output_layer.has_dim("nO") and output_layer.get_dim("nO") == len(self.labels) + 1:
+            raise ValueError(
+                f"Cannot add label '{label}' to '{self.name}': the model is already "
+                f"initialized with {len(self.labels)} labels. Add labels before initialize()."
+            )
+        self.cfg["labels"].append(label)
+        self.vocab.strings.add(label)
+        return 1
+
+    def predict(self, docs: Iterable[Doc]) -> SpanScores:
+        """Score every span up to ``max_span_length`` (filtered, if calibrated).
+
+        docs (Iterable[Doc]): The docs, already processed by the transformer.
+        RETURNS (SpanScores): Surviving spans and their class probabilities.
+        """
+        docs = list(docs)
+        prune = bool(self.cfg["use_filter"]) and self.cfg["filter_threshold"] is not None
+        spans, filter_probs, keep, probs = self._score_candidates(docs, prune=prune)
+        kept = Ragged(spans.dataXd[keep], _group_counts(spans.lengths, keep))
+        return SpanScores(kept, probs, int(spans.dataXd.shape[0]))
+
+    def _score_candidates(self, docs: List[Doc], prune: bool):
+        """Enumerate all candidate spans and score them chunk by chunk.
+
+        RETURNS: (candidates Ragged, filter probabilities, boolean keep mask, class
+            probabilities of the kept candidates), all numpy.
+        """
+        ops = self.model.ops
+        n_classes = len(self.labels) + 1
+        lengths = numpy.asarray([len(doc) for doc in docs], dtype="i")
+        candidates = enumerate_batch(lengths, int(self.cfg["max_span_length"]))
+        n = candidates.dataXd.shape[0]
+        if n == 0:
+            empty = numpy.zeros((0,), dtype="f")
+            return candidates, empty, numpy.zeros(0, bool), numpy.zeros((0, n_classes), "f")
+        tokvecs = self.model.get_ref("tok2vec").predict(docs)
+        # All docs as one token sequence, so a chunk may span several docs.
+        tokens = Ragged(ops.flatten([t for t in tokvecs if len(t)]), ops.asarray1i([lengths.sum()]))
+        offsets = numpy.repeat(numpy.cumsum(lengths) - lengths, candidates.lengths)
+        rows = candidates.dataXd + offsets[:, None]
+        encoder = self.model.get_ref("span_encoder")
+        filter_probs, keep, probs = [], [], []
+        threshold = self.cfg["filter_threshold"]
+        for start in range(0, n, int(self.cfg["chunk_size"])):
+            chunk = rows[start : start + int(self.cfg["chunk_size"])]
+            reps = encoder.predict((tokens, Ragged(ops.asarray2i(chunk), ops.asarray1i([len(chunk)]))))
+            f_probs = sigmoid(ops.to_numpy(self.model.get_ref("filter").predict(reps))[:, 0])
+            mask = f_probs >= threshold if prune else numpy.ones(len(chunk), dtype=bool)
+            if mask.any():
+                selected = reps[ops.asarray1i(numpy.flatnonzero(mask))] if not mask.all() else reps
+                probs.append(ops.to_numpy(self.model.get_ref("classifier").predict(selected)))
+            filter_probs.append(f_probs)
+            keep.append(mask)
+        probs_all = numpy.concatenate(probs) if probs else numpy.zeros((0, n_classes), "f")
+        return candidates, numpy.concatenate(filter_probs), numpy.concatenate(keep), probs_all
+
+    def set_annotations(self, docs: Iterable[Doc], scores: SpanScores) -> None:
+        """Write ``doc.spans[spans_key]`` (with scores) and, optionally, ``doc.ents``.
+
+        docs (Iterable[Doc]): The docs given to ``predict``.
+        scores (SpanScores): The output of ``predict``.
+        """
+        spans = numpy.asarray(scores.spans.dataXd).reshape(-1, 2)
+        labels, probs = best_labels(scores.probs, len(self.labels))
+        keep = probs >= float(self.cfg["threshold"])
+        offset = 0
+        for doc, count in zip(docs, numpy.asarray(scores.spans.lengths).tolist()):
+            window = slice(offset, offset + count)
+            mask = keep[window]
+            group = make_span_group(
+                doc, self.key, spans[window][mask], labels[window][mask], probs[window][mask], self.labels
+            )
+            doc.spans[self.key] = group
+            if self.cfg["write_ents"]:
+                set_ents(doc, group)
+            offset += count
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Learn from gold spans and sampled negatives of a batch.
+
+        examples (Iterable[Example]): The batch.
+        drop (float): Dropout rate.
+        sgd (Optional[Optimizer]): The optimizer.
+        losses (Optional[Dict[str, float]]): Running losses, updated under ``self.name``.
+        RETURNS (Dict[str, float]): The losses.
+        """
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "SciNERSpanCategorizer.update")
+        spans, _ = sample_training_spans(
+            examples, self.key, self._label_map, int(self.cfg["max_span_length"]),
+            int(self.cfg["negatives_per_doc"]), self._rng,
+        )
+        if spans.dataXd.shape[0] == 0:
+            return losses
+        docs = [eg.predicted for eg in examples]
+        set_dropout_rate(self.model, drop)
+        scores, backprop = self.model.begin_update((docs, spans))
+        loss, d_scores = self.get_loss(examples, (spans, scores))
+        backprop(d_scores)
+        if sgd is not None:
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    def get_loss(self, examples: Iterable[Example], spans_scores: Tuple[Ragged, Floats2d]) -> Tuple[float, Floats2d]:
+        """Cross-entropy of the classifier plus binary cross-entropy of the filter.
+
+        examples (Iterable[Example]): The batch.
+        spans_scores (Tuple[Ragged, Floats2d]): The spans and the model's output.
+        RETURNS (Tuple[float, Floats2d]): Mean loss per span and the gradient.
+        """
+        spans, scores = spans_scores
+        targets = span_targets(list(examples), spans, self.key, self._label_map)
+        n_classes = len(self.labels) + 1
+        out = self.model.ops.to_numpy(scores)
+        rows = numpy.arange(len(targets))
+        truth = numpy.zeros((len(targets), n_classes), dtype="f")
+        truth[rows, targets] = 1.0
+        # Softmax_v2's backprop expects d(loss)/d(logits) = probs - truth.
+        d_probs = (out[:, :n_classes] - truth) / len(targets)
+        is_entity = (targets != n_classes - 1).astype("f")
+        p_entity = sigmoid(out[:, n_classes])
+        d_filter = (p_entity - is_entity) / len(targets)
+        cross_entropy = -numpy.log(numpy.clip(out[rows, targets], 1e-9, 1.0)).mean()
+        p_clipped = numpy.clip(p_entity, 1e-9, 1 - 1e-9)
+        bce = -(is_entity * numpy.log(p_clipped) + (1 - is_entity) * numpy.log(1 - p_clipped)).mean()
+        d_scores = numpy.hstack([d_probs, d_filter[:, None]]).astype("f")
+        return float(cross_entropy + bce), self.model.ops.asarray2f(d_scores)
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        labels: Optional[List[str]] = None,
+    ) -> None:
+        """Collect labels (or take ``labels``), size the softmax and initialize the model.
+
+        get_examples (Callable[[], Iterable[Example]]): Representative training examples.
+        nlp (Optional[Language]): The pipeline.
+        labels (Optional[List[str]]): Labels, e.g. from ``spacy init labels``.
+        """
+        validate_get_examples(get_examples, "SciNERSpanCategorizer.initialize")
+        for label in labels or []:
+            self.add_label(label)
+        subbatch: List[Example] = []
+        for eg in get_examples():
+            if labels is None:
+                for span in eg.reference.spans.get(self.key, []):
+                    self.add_label(span.label_)
+            if len(subbatch) < 10:
+                subbatch.append(eg)
+        self._require_labels()
+        self.model.get_ref("output_layer").set_dim("nO", len(self.labels) + 1, force=True)
+        self._rng = numpy.random.default_rng(int(self.cfg["seed"]))
+        docs = [eg.x for eg in subbatch if len(eg.x)]
+        if docs:
+            self.model.initialize(X=(docs, enumerate_batch([len(d) for d in docs], 1)))
+        else:
+            self.model.initialize()
+
+    def calibrate(
+        self,
+        examples: Iterable[Example],
+        *,
+        target_recall: float = 0.99,
+        tune_threshold: bool = True,
+        nlp: Optional[Language] = None,
+        batch_size: int = 64,
+    ) -> Dict[str, float]:
+        """Choose the filter threshold (and the decision threshold) on dev examples.
+
+        examples (Iterable[Example]): Dev examples. Their predicted docs must have been
+            processed by the upstream transformer, or pass ``nlp`` to do it here.
+        target_recall (float): Fraction of reachable gold spans the filter must keep.
+        tune_threshold (bool): Also set ``threshold`` to the dev-F1-optimal value.
+        nlp (Optional[Language]): Pipeline whose components before this one are run.
+        batch_size (int): Docs per batch.
+        RETURNS (Dict[str, float]): The report, also stored in ``cfg["calibration"]``.
+        """
+        label_map, L = self._label_map, int(self.cfg["max_span_length"])
+        gold_probs, all_probs, best, correct = [], [], [], []
+        n_gold_pairs = n_gold_spans = n_long = 0
+        for batch in minibatch(examples, batch_size):
+            docs = [eg.predicted for eg in batch]
+            for name, proc in (nlp.pipeline if nlp is not None else []):
+                if proc is self:
+                    break
+                docs = list(proc.pipe(docs))
+            spans, f_probs, _, probs = self._score_candidates(docs, prune=False)
+            labels, scores = best_labels(probs, len(self.labels))
+            offset = 0
+            for eg, doc, count in zip(batch, docs, numpy.asarray(spans.lengths).tolist()):
+                rows = spans.dataXd[offset : offset + count]
+                gold, gold_labels = gold_spans(eg, self.key, label_map)
+                reference = eg.reference.spans.get(self.key, [])
+                n_gold_pairs += len({(s.label_, s.start, s.end) for s in reference})
+                n_gold_spans += len({(s.start, s.end) for s in reference})
+                n_long += len({(s.start, s.end) for s in reference if len(s) > L})
+                size = len(doc) + 1
+                hit = numpy.isin(span_keys(rows, size), span_keys(gold, size))
+                # Aligned gold (span, label) pairs, encoded like span_keys with the label.
+                pairs = span_keys(gold, size) * (len(label_map) + 1) + gold_labels
+                cand = span_keys(rows, size) * (len(label_map) + 1) + labels[offset : offset + count]
+                gold_probs.append(f_probs[offset : offset + count][hit])
+                correct.append(numpy.isin(cand, pairs))
+                offset += count
+            all_probs.append(f_probs)
+            best.append(scores)
+        gold_p = numpy.concatenate(gold_probs) if gold_probs else numpy.zeros(0)
+        all_p = numpy.concatenate(all_probs) if all_probs else numpy.zeros(0)
+        threshold = recall_threshold(gold_p, target_recall)
+        kept = all_p >= threshold
+        report = {
+            "target_recall": float(target_recall),
+            "filter_threshold": threshold,
+            "filter_recall": float((gold_p >= threshold).mean()) if len(gold_p) else 1.0,
+            "candidate_recall": float((gold_p >= threshold).sum() / n_gold_spans) if n_gold_spans else 1.0,
+            "filtration_rate": float(1.0 - kept.mean()) if len(all_p) else 0.0,
+            "n_candidates": int(len(all_p)),
+            "n_gold_spans": int(n_gold_spans),
+            "n_gold_longer_than_max": int(n_long),
+        }
+        if tune_threshold:
+            best_all = numpy.concatenate(best) if best else numpy.zeros(0)
+            correct_all = numpy.concatenate(correct) if correct else numpy.zeros(0, bool)
+            f1 = best_f1_threshold(best_all[kept], correct_all[kept], n_gold_pairs)
+            self.cfg["threshold"] = f1["threshold"]
+            report.update({"threshold": f1["threshold"], "dev_p": f1["p"], "dev_r": f1["r"], "dev_f": f1["f"]})
+        self.cfg["filter_threshold"] = threshold
+        self.cfg["calibration"] = report
+        return report
+
+
+def _group_counts(lengths, keep: numpy.ndarray) -> numpy.ndarray:
+    """How many kept rows each group of a ragged array has."""
+    lengths = numpy.asarray(lengths)
+    if len(keep) == 0:
+        return numpy.zeros(len(lengths), dtype="i")
+    group = numpy.repeat(numpy.arange(len(lengths)), lengths)
+    return numpy.bincount(group, weights=keep, minlength=len(lengths)).astype("i")
+
+
+def _check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size) -> None:
+    """Fail early, with the setting's name, instead of deep inside numpy or torch."""
+    problems = []
+    if not isinstance(max_span_length, int) or max_span_length < 1:
+        problems.append(f"max_span_length must be an integer >= 1, got {max_span_length!r}")
+    if not isinstance(negatives_per_doc, int) or negatives_per_doc < 0:
+        problems.append(f"negatives_per_doc must be an integer >= 0, got {negatives_per_doc!r}")
+    if not 0.0 <= float(threshold) <= 1.0:
+        problems.append(f"threshold must be in [0, 1], got {threshold!r}")
+    if filter_threshold is not None and not 0.0 <= float(filter_threshold) <= 1.0:
+        problems.append(f"filter_threshold must be None or in [0, 1], got {filter_threshold!r}")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        problems.append(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    if problems:
+        raise ValueError("Invalid sciner_spancat settings: " + "; ".join(problems))

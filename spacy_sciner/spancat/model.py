@@ -1,0 +1,201 @@
+"""The SEPT span categorizer model: ``(docs, spans) -> scores``.
+
+A span is represented by pooling the token vectors it covers (SEPT eq. 1: max pooling),
+optionally concatenated with a learned span-width embedding (Tri-Train §2.3.1). Two heads
+read that representation:
+
+* the classifier, an MLP ending in a softmax over the labels plus a "no entity" class;
+* the high-recall filter (SEPT §3.5), a linear entity-vs-not logit, cheap enough to run
+  on every candidate span so that only the survivors reach the MLP.
+
+Output layout (``Floats2d`` of shape ``(n_spans, n_labels + 2)``): columns
+``0 .. n_labels - 1`` are label probabilities, column ``n_labels`` (``NONE`` below) is the
+probability of "no entity", and the last column (``FILTER``) is the filter's raw logit.
+Training both heads through one forward pass lets them share the gradient to the
+transformer; at inference the component calls the refs ``tok2vec``, ``span_encoder``,
+``filter`` and ``classifier`` separately, so that pruned spans never reach the MLP.
+"""
+from typing import Callable, List, Optional, Tuple
+
+import numpy
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import (
+    Embed,
+    Linear,
+    Model,
+    Relu,
+    Softmax_v2,
+    chain,
+    concatenate,
+    list2ragged,
+    reduce_first,
+    reduce_last,
+    reduce_max,
+    reduce_mean,
+    with_getitem,
+)
+from thinc.types import Floats2d, Ints1d, Ragged
+
+# Pooling recipes for the SEPT ablation: name -> (builder, width multiplier of nI).
+REDUCERS = {
+    "max": (lambda: reduce_max(), 1),
+    "mean": (lambda: reduce_mean(), 1),
+    "mean_max": (lambda: concatenate(reduce_mean(), reduce_max()), 2),
+    "endpoints": (lambda: concatenate(reduce_first(), reduce_last()), 2),
+    "max_endpoints": (lambda: concatenate(reduce_max(), reduce_first(), reduce_last()), 3),
+}
+
+
+@registry.architectures("spacy-sciner.SpanCategorizer.v1")
+def build_span_categorizer(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    hidden_width: int = 256,
+    dropout: float = 0.1,
+    reducer: str = "max",
+    width_embedding: int = 0,
+    width_buckets: int = 16,
+    nO: Optional[int] = None,
+) -> Model[Tuple[List[Doc], Ragged], Floats2d]:
+    """Build the SEPT span categorizer.
+
+    tok2vec (Model[List[Doc], List[Floats2d]]): Token vectors, usually a
+        spacy-transformers TransformerListener.
+    hidden_width (int): Width of the MLP's hidden layer.
+    dropout (float): Dropout rate after the hidden layer.
+    reducer (str): How to pool a span's token vectors: "max" (SEPT), "mean",
+        "mean_max", "endpoints" (first + last token) or "max_endpoints".
+    width_embedding (int): Width of a learned span-width embedding concatenated to the
+        pooled vector; 0 (default) disables it.
+    width_buckets (int): Number of width embeddings; longer spans share the last one.
+    nO (Optional[int]): Number of classes, labels + 1 for "no entity". Usually set by
+        the component's initialize().
+    RETURNS (Model[Tuple[List[Doc], Ragged], Floats2d]): The model; see the module
+        docstring for the output columns.
+    """
+    if reducer not in REDUCERS:
+        raise ValueError(f"Unknown reducer '{reducer}' for {__name__}: pick one of {sorted(REDUCERS)}")
+    if hidden_width < 1 or width_embedding < 0 or width_buckets < 1:
+        raise ValueError(
+            f"Invalid span categorizer sizes: hidden_width={hidden_width} (>= 1), "
+            f"width_embedding={width_embedding} (>= 0), width_buckets={width_buckets} (>= 1)"
+        )
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    span_encoder = build_span_encoder(reducer, width_embedding, width_buckets)
+    output_layer = Softmax_v2(nO=nO)
+    classifier = chain(Relu(nO=hidden_width, dropout=dropout), output_layer)
+    filter_head = Linear(nO=1)
+    model = chain(
+        with_getitem(0, chain(tok2vec, list2ragged())),
+        span_encoder,
+        concatenate(classifier, filter_head),
+    )
+    model.set_ref("tok2vec", tok2vec)
+    model.set_ref("span_encoder", span_encoder)
+    model.set_ref("classifier", classifier)
+    model.set_ref("output_layer", output_layer)
+    model.set_ref("filter", filter_head)
+    return model
+
+
+def build_span_encoder(
+    reducer: str, width_embedding: int = 0, width_buckets: int = 16
+) -> Model[Tuple[Ragged, Ragged], Floats2d]:
+    """Pool token vectors over spans: ``(token vectors, spans) -> span vectors``.
+
+    Like spaCy's ``extract_spans`` followed by a reducer, but the gather indices are
+    built with numpy instead of a Python loop over spans (inference scores every span
+    up to L, ~8 per token), and an optional width embedding is concatenated.
+
+    reducer (str): A key of ``REDUCERS``.
+    width_embedding (int): Width of the span-width embedding, 0 for none.
+    width_buckets (int): Number of distinct widths embedded.
+    RETURNS (Model[Tuple[Ragged, Ragged], Floats2d]): The encoder. Token vectors are
+        one group per doc; spans are doc-local (start, end) rows, one group per doc.
+    """
+    build, multiplier = REDUCERS[reducer]
+    layers = [build()]
+    if width_embedding:
+        layers.append(Embed(nO=width_embedding, nV=width_buckets))
+    return Model(
+        "sciner_span_encoder",
+        span_encoder_forward,
+        init=span_encoder_init,
+        layers=layers,
+        attrs={"reducer": reducer, "multiplier": multiplier, "width_buckets": width_buckets},
+        dims={"nI": None, "nO": None},
+    )
+
+
+def span_encoder_init(model: Model, X=None, Y=None) -> None:
+    if X is not None:
+        model.set_dim("nI", X[0].dataXd.shape[1], force=True)
+    for layer in model.layers[1:]:
+        layer.initialize()
+    if model.has_dim("nI"):
+        width = model.layers[1].get_dim("nO") if len(model.layers) > 1 else 0
+        model.set_dim("nO", model.get_dim("nI") * model.attrs["multiplier"] + width, force=True)
+
+
+def span_encoder_forward(
+    model: Model, inputs: Tuple[Ragged, Ragged], is_train: bool
+) -> Tuple[Floats2d, Callable]:
+    ops = model.ops
+    X, spans = inputs
+    indices, lengths = span_gather_indices(
+        numpy.asarray(ops.to_numpy(spans.dataXd)).reshape(-1, 2),
+        numpy.asarray(ops.to_numpy(spans.lengths)),
+        numpy.asarray(ops.to_numpy(X.lengths)),
+    )
+    if len(lengths) == 0:
+        width = X.dataXd.shape[1] * model.attrs["multiplier"]
+        width += model.layers[1].get_dim("nO") if len(model.layers) > 1 else 0
+        return ops.alloc2f(0, width), lambda dY: (ops.alloc2f(*X.dataXd.shape), spans)
+    indices_xp = ops.asarray1i(indices)
+    pooled, backprop_pool = model.layers[0](Ragged(X.dataXd[indices_xp], ops.asarray1i(lengths)), is_train)
+    outputs, backprop_width = [pooled], None
+    if len(model.layers) > 1:
+        buckets = numpy.minimum(lengths, model.attrs["width_buckets"]) - 1
+        widths, backprop_width = model.layers[1](ops.asarray1i(buckets), is_train)
+        outputs.append(widths)
+    Y = ops.xp.hstack(outputs) if len(outputs) > 1 else pooled
+    n_pooled = pooled.shape[1]
+    x_shape, x_lengths = X.dataXd.shape, X.lengths
+
+    def backprop(dY: Floats2d) -> Tuple[Ragged, Ragged]:
+        if backprop_width is not None:
+            backprop_width(ops.xp.ascontiguousarray(dY[:, n_pooled:]))
+        d_pieces = backprop_pool(ops.xp.ascontiguousarray(dY[:, :n_pooled]))
+        dX = ops.alloc2f(*x_shape)
+        ops.scatter_add(dX, indices_xp, d_pieces.dataXd)
+        return Ragged(dX, x_lengths), spans
+
+    return Y, backprop
+
+
+def span_gather_indices(
+    spans: numpy.ndarray, span_counts: numpy.ndarray, doc_lengths: numpy.ndarray
+) -> Tuple[Ints1d, Ints1d]:
+    """Flat token rows to gather for each span, e.g. spans (5, 9), (8, 10) of one doc
+    -> [5, 6, 7, 8, 8, 9] and lengths [4, 2]. Vectorised version of spaCy's
+    ``extract_spans._get_span_indices``.
+
+    spans (numpy.ndarray): Doc-local (start, end) rows.
+    span_counts (numpy.ndarray): Number of spans of each doc.
+    doc_lengths (numpy.ndarray): Number of tokens of each doc.
+    RETURNS (Tuple[Ints1d, Ints1d]): Gather indices into the concatenated token rows,
+        and the length of each span.
+    """
+    if len(span_counts) != len(doc_lengths):
+        raise ValueError(f"{len(span_counts)} span groups for {len(doc_lengths)} docs")
+    doc_offsets = numpy.cumsum(doc_lengths) - doc_lengths
+    starts = spans[:, 0] + numpy.repeat(doc_offsets, span_counts)
+    lengths = (spans[:, 1] - spans[:, 0]).astype("i")
+    if len(lengths) and (lengths.min() < 1 or (spans[:, 1] > numpy.repeat(doc_lengths, span_counts)).any()):
+        bad = numpy.flatnonzero((lengths < 1) | (spans[:, 1] > numpy.repeat(doc_lengths, span_counts)))[0]
+        raise ValueError(f"Invalid span {tuple(spans[bad])} (row {bad}): spans need 0 <= start < end <= len(doc)")
+    # For each gathered row: its span's global start plus its position inside the span.
+    span_offsets = numpy.cumsum(lengths) - lengths
+    indices = numpy.arange(lengths.sum(), dtype="i") + numpy.repeat(starts - span_offsets, lengths)
+    return indices.astype("i"), lengths

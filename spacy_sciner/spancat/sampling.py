@@ -1,0 +1,158 @@
+"""Span enumeration and negative sampling for the SEPT span categorizer.
+
+Everything here works on numpy arrays of ``(start, end)`` token offsets (end exclusive,
+as in spaCy), without creating ``Span`` objects: a 5,000-token document has 40,000
+candidate spans of width <= 8, and a Python loop over them would dominate inference.
+"""
+from typing import Dict, Iterable, List, Sequence, Tuple
+
+import numpy
+from spacy.tokens import Doc
+from spacy.training import Example
+from thinc.types import Ints1d, Ints2d, Ragged
+
+
+def enumerate_spans(length: int, max_span_length: int) -> Ints2d:
+    """All spans of ``1..max_span_length`` tokens in a sequence of ``length`` tokens.
+
+    length (int): Number of tokens.
+    max_span_length (int): The longest span (L) to enumerate.
+    RETURNS (Ints2d): Array of shape (n_spans, 2) with (start, end) rows, sorted by
+        width first, then by start (the same order as spaCy's ngram suggester).
+    """
+    if length <= 0:
+        return numpy.zeros((0, 2), dtype="i")
+    widths = numpy.arange(1, min(max_span_length, length) + 1, dtype="i")
+    # Spans of width w start at 0 .. length - w; build them all in one shot.
+    counts = length - widths + 1
+    starts = numpy.arange(counts.sum(), dtype="i") - numpy.repeat(
+        numpy.cumsum(counts) - counts, counts
+    ).astype("i")
+    ends = starts + numpy.repeat(widths, counts)
+    return numpy.stack([starts, ends], axis=1).astype("i")
+
+
+def enumerate_batch(lengths: Sequence[int], max_span_length: int) -> Ragged:
+    """Candidate spans for a batch of docs, as spaCy's suggesters return them.
+
+    lengths (Sequence[int]): Number of tokens of each doc.
+    max_span_length (int): The longest span (L) to enumerate.
+    RETURNS (Ragged): Doc-local (start, end) rows, one group per doc.
+    """
+    spans = [enumerate_spans(int(n), max_span_length) for n in lengths]
+    counts = numpy.asarray([len(s) for s in spans], dtype="i")
+    data = numpy.concatenate(spans) if spans else numpy.zeros((0, 2), dtype="i")
+    return Ragged(data.astype("i"), counts)
+
+
+def span_keys(spans: Ints2d, doc_length: int) -> Ints1d:
+    """Encode (start, end) rows as single integers, to compare span sets with numpy."""
+    return spans[:, 0].astype("int64") * (doc_length + 1) + spans[:, 1]
+
+
+def gold_spans(eg: Example, spans_key: str, label_map: Dict[str, int]) -> Tuple[Ints2d, Ints1d]:
+    """The reference spans of an example, aligned to the predicted doc's tokens.
+
+    Nested and overlapping spans are all kept. When one (start, end) carries several
+    labels (the softmax can only learn one), the first one wins.
+
+    eg (Example): The example.
+    spans_key (str): Key of ``doc.spans`` holding the gold spans.
+    label_map (Dict[str, int]): Label to class index.
+    RETURNS (Tuple[Ints2d, Ints1d]): (start, end) rows and their class indices.
+    """
+    if spans_key not in eg.reference.spans:
+        return numpy.zeros((0, 2), dtype="i"), numpy.zeros((0,), dtype="i")
+    aligned = eg.get_aligned_spans_y2x(eg.reference.spans[spans_key], allow_overlap=True)
+    rows: Dict[Tuple[int, int], int] = {}
+    for span in aligned:
+        if span.label_ not in label_map:
+            raise ValueError(
+                f"Gold span '{span.text}' (tokens {span.start}-{span.end}) in doc "
+                f"'{eg.reference.text[:40]}...' has label '{span.label_}', which the "
+                f"component does not know. Known labels: {sorted(label_map)}. Add it "
+                "with add_label() or initialize() on data that contains it."
+            )
+        rows.setdefault((span.start, span.end), label_map[span.label_])
+    if not rows:
+        return numpy.zeros((0, 2), dtype="i"), numpy.zeros((0,), dtype="i")
+    spans = numpy.asarray(list(rows.keys()), dtype="i")
+    return spans, numpy.asarray(list(rows.values()), dtype="i")
+
+
+def sample_training_spans(
+    examples: Iterable[Example],
+    spans_key: str,
+    label_map: Dict[str, int],
+    max_span_length: int,
+    negatives_per_doc: int,
+    rng: numpy.random.Generator,
+) -> Tuple[Ragged, Ints1d]:
+    """All gold spans plus a random sample of negative spans, per doc.
+
+    Gold spans longer than ``max_span_length`` are kept too: they are known at
+    training time and still teach the classifier. Negatives are drawn uniformly
+    without replacement from the non-gold spans of width <= ``max_span_length``.
+
+    examples (Iterable[Example]): The batch.
+    spans_key (str): Key of ``doc.spans`` holding the gold spans.
+    label_map (Dict[str, int]): Label to class index; the none class is
+        ``len(label_map)``.
+    max_span_length (int): L, the longest negative span.
+    negatives_per_doc (int): How many negatives to sample per doc (all if fewer).
+    rng (numpy.random.Generator): Source of randomness, owned by the component.
+    RETURNS (Tuple[Ragged, Ints1d]): Doc-local spans grouped per doc, and the target
+        class of every span (gold label, or the none class for negatives).
+    """
+    none_class = len(label_map)
+    all_spans: List[Ints2d] = []
+    all_targets: List[Ints1d] = []
+    counts: List[int] = []
+    for eg in examples:
+        n = len(eg.predicted)
+        gold, gold_targets = gold_spans(eg, spans_key, label_map)
+        candidates = enumerate_spans(n, max_span_length)
+        is_gold = numpy.isin(span_keys(candidates, n), span_keys(gold, n))
+        negatives = candidates[~is_gold]
+        if len(negatives) > negatives_per_doc:
+            chosen = rng.choice(len(negatives), size=negatives_per_doc, replace=False)
+            negatives = negatives[numpy.sort(chosen)]
+        all_spans.extend([gold, negatives])
+        all_targets.extend([gold_targets, numpy.full(len(negatives), none_class, dtype="i")])
+        counts.append(len(gold) + len(negatives))
+    data = numpy.concatenate(all_spans).astype("i") if all_spans else numpy.zeros((0, 2), "i")
+    targets = numpy.concatenate(all_targets).astype("i") if all_targets else numpy.zeros(0, "i")
+    return Ragged(data, numpy.asarray(counts, dtype="i")), targets
+
+
+def span_targets(
+    examples: Sequence[Example], spans: Ragged, spans_key: str, label_map: Dict[str, int]
+) -> Ints1d:
+    """The target class of given spans: the gold label where the span is gold, else none.
+
+    examples (Sequence[Example]): The batch, one example per group of ``spans``.
+    spans (Ragged): Doc-local (start, end) rows, one group per example.
+    spans_key (str): Key of ``doc.spans`` holding the gold spans.
+    label_map (Dict[str, int]): Label to class index; none is ``len(label_map)``.
+    RETURNS (Ints1d): One class index per span row.
+    """
+    targets = numpy.full(spans.dataXd.shape[0], len(label_map), dtype="i")
+    offset = 0
+    for eg, count in zip(examples, numpy.asarray(spans.lengths).tolist()):
+        rows = numpy.asarray(spans.dataXd[offset : offset + count])
+        gold, gold_targets = gold_spans(eg, spans_key, label_map)
+        if len(gold) and count:
+            n = max(len(eg.predicted), int(rows.max()), int(gold.max()))
+            gold_keys = span_keys(gold, n)
+            order = numpy.argsort(gold_keys)
+            keys = span_keys(rows, n)
+            pos = numpy.searchsorted(gold_keys[order], keys).clip(0, len(gold) - 1)
+            hit = gold_keys[order][pos] == keys
+            targets[offset : offset + count][hit] = gold_targets[order][pos[hit]]
+        offset += count
+    return targets
+
+
+def doc_lengths(docs: Iterable[Doc]) -> List[int]:
+    """Number of tokens of each doc."""
+    return [len(doc) for doc in docs]
