@@ -1,0 +1,85 @@
+"""``sciner convert``: a corpus file (or BRAT directory) to a spaCy DocBin."""
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from ..cli import sciner_cli
+from .common import CorpusFormatError
+
+
+class Format(str, Enum):
+    scierc = "scierc"
+    conll = "conll"
+    brat = "brat"
+
+
+class Scheme(str, Enum):
+    auto = "auto"
+    iob1 = "iob1"
+    iob2 = "iob2"
+    iobes = "iobes"
+
+
+class DocUnit(str, Enum):
+    sentence = "sentence"
+    document = "document"
+
+
+class Discontinuous(str, Enum):
+    merge = "merge"
+    fragments = "fragments"
+    error = "error"
+
+
+@sciner_cli.command("convert")
+def convert_cli(
+    input_path: Path = typer.Argument(..., help="SciERC .json, CoNLL file, or BRAT .txt/.ann file or directory", exists=True),
+    output_path: Path = typer.Argument(..., help="Output .spacy (DocBin) file"),
+    fmt: Format = typer.Option(..., "--format", "-f", help="Input format"),
+    scheme: Scheme = typer.Option(Scheme.auto, "--scheme", help="CoNLL tag scheme (auto: detected per file)"),
+    spans_key: str = typer.Option("sc", "--spans-key", help="doc.spans key for all gold mentions"),
+    doc_unit: DocUnit = typer.Option(DocUnit.sentence, "--doc-unit", help="SciERC: one Doc per sentence or per abstract"),
+    repair: bool = typer.Option(False, "--repair", help="CoNLL: fix inconsistent tag sequences (counted) instead of failing"),
+    discontinuous: Discontinuous = typer.Option(Discontinuous.merge, "--discontinuous", help="BRAT: discontinuous mentions"),
+    lang: str = typer.Option("en", "--lang", help="BRAT: language of the tokenizer"),
+) -> None:
+    """Convert SciERC JSON lines, CoNLL token/tag files or BRAT standoff to a DocBin.
+
+    All gold mentions go to doc.spans[SPANS_KEY] (nested allowed); the non-overlapping
+    ones (longest first) also to doc.ents. Prints the counts.
+    """
+    from .convert import convert
+
+    try:
+        stats = convert(
+            input_path, output_path, fmt.value, scheme=scheme.value, spans_key=spans_key,
+            doc_unit=doc_unit.value, repair=repair, discontinuous=discontinuous.value, lang=lang,
+        )
+    except CorpusFormatError as err:
+        typer.secho(f"error: {err}", fg="red", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"wrote {output_path}")
+    rows = [
+        ("docs", stats.docs),
+        ("sentences", stats.sentences),
+        ("docs without sentence boundaries", stats.unsplit_docs),
+        ("tokens", stats.tokens),
+        ("entities (doc.spans)", stats.entities),
+        ("nested pairs", stats.nested_pairs),
+        ("dropped from doc.ents (overlap)", stats.ents_dropped),
+        ("duplicates removed", stats.duplicates),
+        ("repairs", stats.repairs),
+        ("misaligned (expanded)", stats.misaligned),
+        ("discontinuous", stats.discontinuous),
+    ]
+    rows += [(f"scheme of {Path(name).name}", scheme) for name, scheme in stats.schemes.items()]
+    rows += [(f"ignored {kind} lines", n) for kind, n in sorted(stats.ignored_lines.items())]
+    for name, value in rows:
+        typer.echo(f"{name:<34}{value:>8}")
+    for label, n in sorted(stats.labels.items()):
+        typer.echo(f"  {label:<32}{n:>8}")
+    for note in stats.notes[:20]:
+        typer.echo(f"note: {note}")
+    if len(stats.notes) > 20:
+        typer.echo(f"note: ... {len(stats.notes) - 20} more")

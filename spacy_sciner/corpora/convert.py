@@ -1,0 +1,81 @@
+"""Convert a corpus file (or BRAT directory) into a spaCy DocBin (``.spacy``)."""
+import os
+from pathlib import Path
+from typing import Iterator, Union
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc, DocBin
+
+from .brat import read_brat
+from .common import DEFAULT_SPANS_KEY, ConversionStats, count_docs
+from .conll import read_conll
+from .scierc import read_scierc
+
+FORMATS = ("scierc", "conll", "brat")
+
+
+def read_docs(
+    input_path: Union[str, Path],
+    fmt: str,
+    nlp: Language,
+    *,
+    scheme: str = "auto",
+    spans_key: str = DEFAULT_SPANS_KEY,
+    doc_unit: str = "sentence",
+    repair: bool = False,
+    discontinuous: str = "merge",
+    stats: ConversionStats,
+) -> Iterator[Doc]:
+    """Dispatch to the reader of `fmt`; options a format does not have are ignored
+    (e.g. `scheme` for SciERC), so one call site serves the CLI and the readers."""
+    if fmt == "scierc":
+        return read_scierc(input_path, nlp.vocab, doc_unit=doc_unit, spans_key=spans_key, stats=stats)
+    if fmt == "conll":
+        return read_conll(input_path, nlp.vocab, scheme=scheme, spans_key=spans_key, repair=repair, stats=stats)
+    if fmt == "brat":
+        return read_brat(input_path, nlp, spans_key=spans_key, discontinuous=discontinuous, stats=stats)
+    raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+
+
+def convert(
+    input_path: Union[str, Path],
+    output_path: Union[str, Path],
+    fmt: str,
+    *,
+    scheme: str = "auto",
+    spans_key: str = DEFAULT_SPANS_KEY,
+    doc_unit: str = "sentence",
+    repair: bool = False,
+    discontinuous: str = "merge",
+    lang: str = "en",
+) -> ConversionStats:
+    """Convert `input_path` to a DocBin at `output_path` (user_data kept).
+
+    input_path (Union[str, Path]): SciERC ``.json``, CoNLL file, or BRAT file/directory.
+    output_path (Union[str, Path]): The ``.spacy`` file to write (parents created; the
+        file is replaced atomically, so a failed conversion leaves no partial output).
+    fmt (str): "scierc", "conll" or "brat".
+    scheme (str): CoNLL tag scheme: "auto", "iob1", "iob2", "iobes".
+    spans_key (str): Span group receiving all gold mentions.
+    doc_unit (str): SciERC: "sentence" or "document".
+    repair (bool): CoNLL: fix inconsistent tag sequences (counted) instead of raising.
+    discontinuous (str): BRAT: "merge", "fragments" or "error".
+    lang (str): Language whose tokenizer BRAT text goes through (``spacy.blank(lang)``).
+    RETURNS (ConversionStats): The counts.
+    """
+    nlp = spacy.blank(lang)
+    stats = ConversionStats()
+    docs = read_docs(
+        input_path, fmt, nlp, scheme=scheme, spans_key=spans_key, doc_unit=doc_unit,
+        repair=repair, discontinuous=discontinuous, stats=stats,
+    )
+    doc_bin = DocBin(store_user_data=True)
+    for doc in count_docs(docs, spans_key, stats):
+        doc_bin.add(doc)
+    output_path = Path(output_path)
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp_path = output_path.with_name(output_path.name + ".tmp")
+    doc_bin.to_disk(tmp_path)
+    os.replace(tmp_path, output_path)
+    return stats

@@ -1,0 +1,74 @@
+"""Registered corpus readers, usable in a training config like ``spacy.Corpus.v1``::
+
+    [corpora.train]
+    @readers = "spacy-sciner.SciERCReader.v1"
+    path = ${paths.train}
+    doc_unit = "sentence"
+
+Each reader returns a callable ``(nlp) -> Iterator[Example]`` that re-reads the file on
+every call (spaCy calls the train corpus once per epoch). ``Example.reference`` holds the
+gold annotation; ``Example.predicted`` is a fresh Doc with the same words and spaces and
+nothing else, so gold never reaches a component's input.
+"""
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from spacy.language import Language
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from .common import DEFAULT_SPANS_KEY, ConversionStats
+from .convert import read_docs
+
+Reader = Callable[[Language], Iterable[Example]]
+
+
+class GoldCorpus:
+    """Read a corpus file into Examples with the tokens of the gold Docs.
+
+    path (Path): The corpus file or (BRAT) directory.
+    fmt (str): "scierc", "conll" or "brat".
+    limit (int): Stop after this many Examples; 0 for no limit.
+    options: Reader options passed to ``convert.read_docs``.
+    """
+
+    def __init__(self, path: Path, fmt: str, *, limit: int = 0, **options) -> None:
+        self.path = Path(path)
+        self.fmt = fmt
+        self.limit = limit
+        self.options = options
+
+    def __call__(self, nlp: Language) -> Iterator[Example]:
+        docs = read_docs(self.path, self.fmt, nlp, stats=ConversionStats(), **self.options)
+        for i, reference in enumerate(docs):
+            if self.limit and i >= self.limit:
+                break
+            yield Example(make_predicted(nlp, reference), reference)
+
+
+def make_predicted(nlp: Language, reference: Doc) -> Doc:
+    """A blank Doc over `reference`'s tokens: words and spaces only."""
+    words = [token.text for token in reference]
+    spaces = [bool(token.whitespace_) for token in reference]
+    return Doc(nlp.vocab, words=words, spaces=spaces)
+
+
+def create_scierc_reader(
+    path: Path, doc_unit: str = "sentence", spans_key: str = DEFAULT_SPANS_KEY, limit: int = 0
+) -> Reader:
+    """SciERC JSON lines (see ``spacy_sciner.corpora.scierc``)."""
+    return GoldCorpus(path, "scierc", limit=limit, doc_unit=doc_unit, spans_key=spans_key)
+
+
+def create_conll_reader(
+    path: Path, scheme: str = "auto", spans_key: str = DEFAULT_SPANS_KEY, repair: bool = False, limit: int = 0
+) -> Reader:
+    """CoNLL token/tag files (see ``spacy_sciner.corpora.conll``)."""
+    return GoldCorpus(path, "conll", limit=limit, scheme=scheme, spans_key=spans_key, repair=repair)
+
+
+def create_brat_reader(
+    path: Path, spans_key: str = DEFAULT_SPANS_KEY, discontinuous: str = "merge", limit: int = 0
+) -> Reader:
+    """BRAT standoff (see ``spacy_sciner.corpora.brat``), tokenized by the nlp's tokenizer."""
+    return GoldCorpus(path, "brat", limit=limit, spans_key=spans_key, discontinuous=discontinuous)
