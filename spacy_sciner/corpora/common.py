@@ -173,7 +173,9 @@ def read_lines(path: Union[str, Path]) -> List[str]:
         raise CorpusFormatError(path, f"not valid UTF-8 ({err.reason})", line=line) from None
     if not text.strip():
         raise CorpusFormatError(path, "empty file (no data)")
-    return text.splitlines()
+    # Not str.splitlines(): it also breaks at U+2028, form feeds etc., which would
+    # shift the line numbers that errors report.
+    return [line.rstrip("\r") for line in text.split("\n")]
 
 
 def text_line_of_offset(data: Union[str, bytes], offset: int) -> int:

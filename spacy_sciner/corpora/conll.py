@@ -92,12 +92,14 @@ def _parse_sentences(path: Path) -> Iterator[Tuple[int, List[Token]]]:
     doc_has_tokens = False  # a -DOCSTART- only opens a new document after some content
     sentence: List[Token] = []
     for line_no, line in enumerate(read_lines(path), start=1):
-        columns = [c.strip() for c in (line.split("\t") if "\t" in line else line.split())]
-        if not line.strip() or columns[0] == DOCSTART:
+        # Split at TABs or ASCII spaces only: a token may hold other whitespace (NBSP).
+        columns = line.split("\t") if "\t" in line else [c for c in line.split(" ") if c]
+        columns = [c.strip(" ") for c in columns] or [""]
+        if not line.strip(" \t") or columns[0] == DOCSTART:
             if sentence:
                 yield doc_index, sentence
                 sentence = []
-            if line.strip() and doc_has_tokens:
+            if columns[0] == DOCSTART and doc_has_tokens:
                 doc_index += 1
                 doc_has_tokens = False
             continue

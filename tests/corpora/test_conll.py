@@ -174,3 +174,15 @@ def test_empty_file(tmp_path, vocab, text):
 def test_bad_scheme_name(tmp_path, vocab):
     with pytest.raises(ValueError, match="scheme"):
         convert(write(tmp_path, "a\tO\n"), vocab, scheme="bio")
+
+
+def test_unusual_whitespace_keeps_tokens_and_line_numbers(tmp_path, vocab):
+    # NBSP inside a token and U+2028 in a token must not split columns or lines.
+    path = write(tmp_path, "10\u00a0mg\tB-Dose\na\u2028b\tO\nc\tX-Foo\n")
+    with pytest.raises(CorpusFormatError) as info:
+        convert(path, vocab)
+    assert str(info.value).startswith(f"{path}:3: unknown tag")
+    path = write(tmp_path, "10\u00a0mg B-Dose\nx O\n", "space.txt")
+    (doc,), _ = convert(path, vocab)
+    assert [t.text for t in doc] == ["10\u00a0mg", "x"]
+    assert [(s.text, s.label_) for s in doc.spans["sc"]] == [("10\u00a0mg", "Dose")]

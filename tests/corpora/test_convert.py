@@ -53,12 +53,13 @@ def test_cli_error_exit_via_spacy_cli(tmp_path):
 
 def test_convert_conll_and_brat(shared_data, tmp_path):
     nlp = spacy.blank("en")
-    src = os.path.join(shared_data, "BioNLP13CG", "iobes", "dev.tsv")
-    stats = convert(src, tmp_path / "bio.spacy", "conll", scheme="iobes")
-    docs = load(tmp_path / "bio.spacy", nlp)
-    assert len(docs) == stats.docs == 1003
-    assert sum(len(d.spans["sc"]) for d in docs) == sum(len(d.ents) for d in docs) == 3616
-    assert docs[0].user_data["source"] == "dev.tsv:1"
+    src = os.path.join(shared_data, "crossner_ai", "train.txt")
+    stats = convert(src, tmp_path / "ai.spacy", "conll", scheme="iob2")
+    docs = load(tmp_path / "ai.spacy", nlp)
+    # crossner_ai/README.md: 100 sentences, 532 entities in train.
+    assert len(docs) == stats.docs == 100
+    assert sum(len(d.spans["sc"]) for d in docs) == sum(len(d.ents) for d in docs) == 532
+    assert docs[0].user_data["source"] == "train.txt:1"
 
     brat = tmp_path / "brat"
     brat.mkdir()

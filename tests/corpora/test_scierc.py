@@ -65,7 +65,7 @@ def test_scierc_ptb_unescape_real_sentence(shared_data, vocab):
 
 def test_scierc_nested_outer_wins_ents(shared_data, vocab):
     docs, _ = convert_split(shared_data, vocab, "train", "sentence")
-    # First train abstract, sentence 0: English/Material ... see README.
+    # Every span missing from doc.ents must be nested in a longer entity (longest wins).
     nested = [d for d in docs if len(d.spans["sc"]) > len(d.ents)]
     assert nested
     for doc in nested[:10]:
