@@ -1,0 +1,244 @@
+"""Token-aligned dictionary matching with pyahocorasick (the C_exist source).
+
+One Aho-Corasick automaton holds every term in lower case; a term that must match with its
+case (policy "exact", or an acronym under policy "smart") is checked against the original
+text after the automaton found it. That keeps one pass over the text whatever the policy.
+Terms and text are compared in the fine "scan" form of ``text.segment`` and a match counts
+only when it starts and ends on token boundaries of the text.
+"""
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import ahocorasick
+
+from .text import normalize_term, safe_lower, segment
+
+CASE_POLICIES = ("exact", "lowercase", "smart")
+OVERLAP_POLICIES = ("longest", "all")
+# A term is acronym-like when one of its words has an upper-case letter after its first
+# character ("SVM", "mRNA", "IL-2", "NF-kappaB"); lower-casing those would make them match
+# ordinary words ("CAT" / "cat"), while "Support Vector Machine" stays case-insensitive.
+Match = Tuple[int, int, str]  # (start token, end token exclusive, sources "a|b")
+
+
+def is_acronym(term: str) -> bool:
+    """Whether a term is acronym-like, hence matched case-sensitively under "smart"."""
+    return any(
+        any(c.isupper() for c in piece[1:]) for piece in normalize_term(term).split(" ")
+    )
+
+
+@dataclass
+class LoadReport:
+    """What loading a gazetteer kept and skipped, with a few file:line locations."""
+
+    added: int = 0
+    blank: int = 0
+    duplicate: int = 0
+    too_short: int = 0
+    malformed: int = 0
+    examples: List[str] = field(default_factory=list)
+
+    def skip(self, kind: str, path: str, line_no: int) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+        if len(self.examples) < 5:
+            self.examples.append(f"{path}:{line_no}: {kind}")
+
+    def as_dict(self) -> Dict[str, object]:
+        return dict(self.__dict__)
+
+
+class TermDictionary:
+    """Terms with source tags, matched token-aligned in tokenized text.
+
+    case (str): "exact", "lowercase" or "smart" (case-insensitive unless the term is an
+        acronym).
+    min_chars (int): Shorter terms are skipped (one-letter gazetteer entries match noise).
+    """
+
+    def __init__(self, case: str = "smart", min_chars: int = 2):
+        if case not in CASE_POLICIES:
+            raise ValueError(f"Unknown case policy '{case}': expected one of {CASE_POLICIES}")
+        self.case = case
+        self.min_chars = min_chars
+        # key (lower-cased scan form) -> {surface scan form or None (any case): sources}
+        self._terms: Dict[str, Dict[Optional[str], set]] = {}
+        self._automaton: Optional[ahocorasick.Automaton] = None
+        self._size = 0  # number of (key, form) entries, kept so len() is O(1)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __contains__(self, term: str) -> bool:
+        return safe_lower(normalize_term(term)) in self._terms
+
+    def add(self, term: str, source: str = "dict", case_sensitive: Optional[bool] = None) -> bool:
+        """Add a term; returns False when it was already there with this source.
+
+        term (str): The term, in any tokenization.
+        source (str): Source tag, e.g. "dict", "pattern", "phrase".
+        case_sensitive (Optional[bool]): Override the case policy for this term.
+        RETURNS (bool): Whether the dictionary changed.
+        """
+        scan = normalize_term(term)
+        if len(scan) < self.min_chars:
+            raise ValueError(f"term {term!r} is shorter than {self.min_chars} characters")
+        if case_sensitive is None:
+            case_sensitive = self.case == "exact" or (self.case == "smart" and is_acronym(scan))
+        key = safe_lower(scan)
+        forms = self._terms.setdefault(key, {})
+        form = scan if case_sensitive else None
+        if form not in forms:
+            self._size += 1
+        sources = forms.setdefault(form, set())
+        if source in sources:
+            return False
+        sources.add(source)
+        self._automaton = None
+        return True
+
+    def add_many(self, terms: Iterable[str], source: str = "dict") -> LoadReport:
+        """Add terms from an iterable (e.g. gold entity texts), counting what was skipped."""
+        report = LoadReport()
+        for i, term in enumerate(terms, start=1):
+            self._add_counted(term, source, report, "<terms>", i)
+        return report
+
+    def _add_counted(self, term: str, source: str, report: LoadReport, path: str, line_no: int):
+        if not term.strip():
+            report.skip("blank", path, line_no)
+        elif len(normalize_term(term)) < self.min_chars:
+            report.skip("too_short", path, line_no)
+        elif self.add(term, source):
+            report.added += 1
+        else:
+            report.skip("duplicate", path, line_no)
+
+    def load_gazetteer(self, path: str, source: str = "dict", strict: bool = False) -> LoadReport:
+        """Load a gazetteer: one term per line, or a BEL ``.belns``/``.belanno`` file.
+
+        BEL files are recognised by their ``[Values]`` section; each value line is
+        ``name|code`` and BEL escapes (``\\{``) are undone. Blank, duplicate, too short and
+        malformed lines are skipped and counted (``strict`` raises on malformed ones).
+
+        path (str): The file.
+        source (str): Source tag of its terms.
+        strict (bool): Raise ValueError naming file and line on a malformed line.
+        RETURNS (LoadReport): Counts of added and skipped lines.
+        """
+        report = LoadReport()
+        with open(path, "rb") as handle:
+            raw_lines = handle.read().split(b"\n")
+        is_bel = any(line.strip() == b"[Values]" for line in raw_lines)
+        in_values = not is_bel
+        for line_no, raw in enumerate(raw_lines, start=1):
+            try:
+                line = raw.decode("utf8").rstrip("\r")
+            except UnicodeDecodeError:
+                if strict:
+                    raise ValueError(f"{path}:{line_no}: invalid UTF-8 in gazetteer line")
+                report.skip("malformed", path, line_no)
+                continue
+            if is_bel and not in_values:
+                in_values = line.strip() == "[Values]"
+                continue
+            if is_bel and line.strip():
+                name, sep, code = line.partition("|")
+                if not sep or not name.strip() or "|" in code:
+                    if strict:
+                        raise ValueError(f"{path}:{line_no}: expected 'name|code', got {line!r}")
+                    report.skip("malformed", path, line_no)
+                    continue
+                line = re.sub(r"\\(.)", r"\1", name)
+            if raw == b"" and line_no == len(raw_lines):
+                continue  # the empty string after the final newline is not a line
+            self._add_counted(line.strip(), source, report, path, line_no)
+        return report
+
+    @property
+    def automaton(self) -> ahocorasick.Automaton:
+        if self._automaton is None:
+            automaton = ahocorasick.Automaton()
+            for key, forms in self._terms.items():
+                automaton.add_word(key, (len(key), tuple(
+                    (form, "|".join(sorted(srcs))) for form, srcs in forms.items()
+                )))
+            automaton.make_automaton()
+            self._automaton = automaton
+        return self._automaton
+
+    def match(self, words: Sequence[str], overlap: str = "all") -> List[Match]:
+        """Find the terms in a token sequence.
+
+        words (Sequence[str]): The coarse tokens of a sentence or document.
+        overlap (str): "all" keeps overlapping matches, "longest" resolves them.
+        RETURNS (List[Match]): (start, end, sources) token spans, sorted.
+        """
+        if not self._terms:
+            return []
+        scan, starts, ends = segment(words)
+        return self.match_segmented(scan, starts, ends, overlap)
+
+    def match_segmented(
+        self, scan: str, starts: Dict[int, int], ends: Dict[int, int], overlap: str = "all"
+    ) -> List[Match]:
+        """``match`` on a precomputed ``segment`` result (saves work when reused)."""
+        if not self._terms or not scan:
+            return []
+        found: Dict[Tuple[int, int], set] = {}
+        for end_char, (length, forms) in self.automaton.iter(safe_lower(scan)):
+            start_char = end_char - length + 1
+            start = starts.get(start_char)
+            if start is None:
+                continue
+            end = ends.get(end_char + 1)
+            if end is None:
+                continue
+            for form, sources in forms:
+                if form is None or scan[start_char:end_char + 1] == form:
+                    found.setdefault((start, end), set()).update(sources.split("|"))
+        matches = [(s, e, "|".join(sorted(srcs))) for (s, e), srcs in found.items()]
+        return resolve_overlaps(matches, overlap)
+
+    def to_list(self) -> List[Tuple[str, str, bool]]:
+        """Serializable content: (term, sources, case_sensitive) rows."""
+        rows = []
+        for key, forms in sorted(self._terms.items()):
+            for form, sources in sorted(forms.items(), key=lambda kv: kv[0] or ""):
+                rows.append((form or key, "|".join(sorted(sources)), form is not None))
+        return rows
+
+    @classmethod
+    def from_list(cls, rows: Iterable[Sequence], case: str = "smart", min_chars: int = 2):
+        """Rebuild from ``to_list`` rows."""
+        dictionary = cls(case=case, min_chars=min_chars)
+        for term, sources, case_sensitive in rows:
+            for source in sources.split("|"):
+                dictionary.add(term, source, case_sensitive=bool(case_sensitive))
+        return dictionary
+
+
+def resolve_overlaps(matches: List[Match], overlap: str = "longest") -> List[Match]:
+    """Resolve overlapping spans.
+
+    "longest": greedily keep the longest span, ties broken by the earlier start, and drop
+    every span that overlaps one already kept (the usual gazetteer rule: "support vector
+    machine" wins over "vector"). "all": keep everything.
+
+    matches (List[Match]): (start, end, label) spans.
+    overlap (str): "longest" or "all".
+    RETURNS (List[Match]): The kept spans sorted by (start, end).
+    """
+    if overlap not in OVERLAP_POLICIES:
+        raise ValueError(f"Unknown overlap policy '{overlap}': expected one of {OVERLAP_POLICIES}")
+    if overlap == "all" or len(matches) < 2:
+        return sorted(matches)
+    kept: List[Match] = []
+    occupied = set()
+    for start, end, label in sorted(matches, key=lambda m: (m[0] - m[1], m[0])):
+        if any(i in occupied for i in range(start, end)):
+            continue
+        occupied.update(range(start, end))
+        kept.append((start, end, label))
+    return sorted(kept)

@@ -1,0 +1,214 @@
+"""Pre-fine-tuning corpus builder: pick N sentences of an auxiliary corpus (Tri-Train §3.3).
+
+Every sentence is annotated with candidates (the mined table as a dictionary, plus acronym
+definitions in its document) and scored by its number of candidates, optionally weighted by
+its relevance to the labeled training data:
+
+    score = n_candidates * (1 + relevance_weight * relevance)
+
+with relevance the share of its candidates that are training entities ("entity") or the
+cosine similarity of its TF-IDF vector to the centroid of the training sentences ("tfidf").
+"top" keeps the N highest scores, "bottom" the N lowest and "random" N uniformly drawn
+sentences (the Tri-Train Table 4 variants). Selection streams: a heap of N entries is all
+that is kept, so memory depends on N, not on the corpus size.
+
+Output: a DocBin (``.spacy``) whose docs carry ``doc.spans["candidates"]`` labelled with
+their source tags, or JSONL lines ``{"text", "tokens", "candidates": [[start, end, src]]}``.
+"""
+import heapq
+import json
+import math
+import os
+import random
+from collections import Counter
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from spacy.tokens import Doc, DocBin, SpanGroup
+from spacy.vocab import Vocab
+from tqdm import tqdm
+
+from .candidates import annotate
+from .dictionary import TermDictionary
+from .phrases import STOP_WORDS
+from .text import ReadStats, read_documents, split_sentences, tokenize
+
+MODES = ("top", "bottom", "random")
+WEIGHTS = ("none", "entity", "tfidf")
+
+
+def _content_words(words: Sequence[str]) -> List[str]:
+    return [w.lower() for w in words if w[0].isalnum() and w.lower() not in STOP_WORDS]
+
+
+class Relevance:
+    """Relevance of a sentence to the labeled training data.
+
+    kind (str): "none", "entity" or "tfidf".
+    entities (Iterable[str]): Training entity texts (for "entity").
+    sentences (Iterable[Sequence[str]]): Training sentences as tokens (for "tfidf").
+    """
+
+    def __init__(self, kind: str = "none", entities: Iterable[str] = (),
+                 sentences: Iterable[Sequence[str]] = ()):
+        if kind not in WEIGHTS:
+            raise ValueError(f"Unknown relevance weighting '{kind}': expected one of {WEIGHTS}")
+        self.kind = kind
+        self.entities = {" ".join(e.split()).lower() for e in entities}
+        self.idf: Dict[str, float] = {}
+        self.centroid: Dict[str, float] = {}
+        if kind == "tfidf":
+            docs = [Counter(_content_words(s)) for s in sentences]
+            if not docs:
+                raise ValueError("tfidf relevance needs training sentences (--train)")
+            df = Counter(w for d in docs for w in d)
+            n = len(docs)
+            self.idf = {w: math.log((1 + n) / (1 + c)) + 1 for w, c in df.items()}
+            self.default_idf = math.log(1 + n) + 1
+            centroid: Counter = Counter()
+            for d in docs:
+                vec = self._vector(d)
+                centroid.update(vec)
+            norm = math.sqrt(sum(v * v for v in centroid.values())) or 1.0
+            self.centroid = {w: v / norm for w, v in centroid.items()}
+        if kind == "entity" and not self.entities:
+            raise ValueError("entity relevance needs training entities (--train)")
+
+    def _vector(self, counts: Counter) -> Dict[str, float]:
+        vec = {w: c * self.idf.get(w, self.default_idf) for w, c in counts.items()}
+        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+        return {w: v / norm for w, v in vec.items()}
+
+    def __call__(self, words: Sequence[str], spans: Sequence[Tuple[int, int, str]]) -> float:
+        if self.kind == "entity":
+            if not spans:
+                return 0.0
+            hits = sum(" ".join(words[s:e]).lower() in self.entities for s, e, _ in spans)
+            return hits / len(spans)
+        if self.kind == "tfidf":
+            vec = self._vector(Counter(_content_words(words)))
+            return sum(v * self.centroid.get(w, 0.0) for w, v in vec.items())
+        return 0.0
+
+
+def select_sentences(
+    paths: Sequence[str],
+    dictionary: Optional[TermDictionary],
+    n: int = 30000,
+    mode: str = "top",
+    relevance: Optional[Relevance] = None,
+    relevance_weight: float = 1.0,
+    tokenizer: str = "regex",
+    doc_boundary: str = "line",
+    acronyms: bool = True,
+    overlap: str = "longest",
+    min_tokens: int = 3,
+    max_tokens: int = 200,
+    seed: int = 0,
+    progress: bool = True,
+) -> Tuple[List[dict], Dict[str, object]]:
+    """Stream a corpus and keep N sentences with their candidate spans.
+
+    paths (Sequence[str]): Text files (one sentence or document per line).
+    dictionary (Optional[TermDictionary]): Candidate terms with sources (a mined table).
+    n (int): Number of sentences to keep.
+    mode (str): "top", "bottom" or "random".
+    relevance (Optional[Relevance]): Relevance weighting (None: none).
+    relevance_weight (float): Lambda in the score formula above.
+    tokenizer (str): "regex" or "whitespace" (see ``text``).
+    doc_boundary (str): "line" or "blank" (see ``text.read_documents``).
+    acronyms (bool): Find acronym definitions/uses within each document.
+    overlap (str): Overlap policy of the candidate spans.
+    min_tokens (int): Shorter sentences are skipped (counted).
+    max_tokens (int): Longer sentences are skipped (counted): an encoder truncates them.
+    seed (int): Seed of the random variant and of tie breaking.
+    progress (bool): Show a progress bar.
+    RETURNS (Tuple[List[dict], Dict[str, object]]): Selected items ({"words", "spaces",
+        "spans", "score", "source"}), best first for "top", and a run report.
+    """
+    if mode not in MODES:
+        raise ValueError(f"Unknown selection mode '{mode}': expected one of {MODES}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    relevance = relevance or Relevance("none")
+    rng = random.Random(seed)
+    stats = ReadStats()
+    heap: List[tuple] = []
+    counts = Counter()
+    bar = tqdm(unit=" lines", unit_scale=True, disable=not progress, desc=f"select {mode}")
+    for doc in read_documents(paths, doc_boundary, stats):
+        sentences, origins = [], []
+        for path, line_no, text in doc:
+            for words in split_sentences(tokenize(text, tokenizer)):
+                sentences.append(words)
+                origins.append((path, line_no, text))
+        for words, spans, origin in zip(
+            sentences, annotate(sentences, dictionary, acronyms, overlap), origins
+        ):
+            counts["sentences"] += 1
+            if len(words) < min_tokens or len(words) > max_tokens:
+                counts["too_short" if len(words) < min_tokens else "too_long"] += 1
+                continue
+            score = len(spans) * (1.0 + relevance_weight * relevance(words, spans))
+            key = {"top": score, "bottom": -score, "random": rng.random()}[mode]
+            # A random tie breaker makes equal scores select uniformly, not by position.
+            entry = (key, rng.random(), counts["sentences"], words, spans, origin)
+            if len(heap) < n:
+                heapq.heappush(heap, entry)
+            elif entry[:2] > heap[0][:2]:
+                heapq.heapreplace(heap, entry)
+        bar.update(len(doc))
+        bar.set_postfix(kept=len(heap), refresh=False)
+    bar.close()
+    items = []
+    for key, _, _, words, spans, (path, line_no, text) in sorted(heap, reverse=True):
+        items.append({"words": words, "spaces": _spaces(words, text), "spans": spans,
+                      "score": key if mode != "bottom" else -key, "source": f"{path}:{line_no}"})
+    report = {"read": stats.as_dict(), "sentences_seen": counts["sentences"],
+              "skipped_too_short": counts["too_short"], "skipped_too_long": counts["too_long"],
+              "selected": len(items), "mode": mode, "relevance": relevance.kind,
+              "candidates_in_selection": sum(len(i["spans"]) for i in items)}
+    return items, report
+
+
+def _spaces(words: Sequence[str], text: str) -> List[bool]:
+    """Whether whitespace follows each token in the original line (for Doc.text)."""
+    spaces, pos = [], 0
+    for word in words:
+        found = text.find(word, pos)
+        pos = (found if found >= 0 else pos) + len(word)
+        spaces.append(pos < len(text) and text[pos].isspace())
+    if spaces:
+        spaces[-1] = False
+    return spaces
+
+
+def items_to_docs(items: Iterable[dict], vocab: Vocab, spans_key: str = "candidates"):
+    """spaCy Docs with the candidate spans in ``doc.spans[spans_key]``."""
+    for item in items:
+        doc = Doc(vocab, words=item["words"], spaces=item["spaces"])
+        group = SpanGroup(doc, name=spans_key)
+        for start, end, sources in item["spans"]:
+            group.append(doc[start:end])
+            group[-1].label_ = sources
+        doc.spans[spans_key] = group
+        yield doc
+
+
+def write_corpus(items: List[dict], output: str, spans_key: str = "candidates") -> None:
+    """Write a DocBin (``.spacy``) or JSONL (``.jsonl``) file atomically."""
+    tmp = f"{output}.tmp{os.getpid()}"
+    if output.endswith(".jsonl"):
+        with open(tmp, "w", encoding="utf8") as out:
+            for item in items:
+                text = "".join(w + (" " if s else "") for w, s in zip(item["words"], item["spaces"]))
+                record = {"text": text, "tokens": item["words"],
+                          "candidates": [[s, e, src] for s, e, src in item["spans"]]}
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    elif output.endswith(".spacy"):
+        docbin = DocBin(attrs=["ORTH"], store_user_data=False)
+        for doc in items_to_docs(items, Vocab(), spans_key):
+            docbin.add(doc)
+        docbin.to_disk(tmp)
+    else:
+        raise ValueError(f"{output}: output must end in .spacy (DocBin) or .jsonl")
+    os.replace(tmp, output)
