@@ -194,7 +194,7 @@ def span_gather_indices(
     lengths = (spans[:, 1] - spans[:, 0]).astype("i")
     if len(lengths) and (lengths.min() < 1 or (spans[:, 1] > numpy.repeat(doc_lengths, span_counts)).any()):
         bad = numpy.flatnonzero((lengths < 1) | (spans[:, 1] > numpy.repeat(doc_lengths, span_counts)))[0]
-        raise ValueError(f"Invalid span {tuple(spans[bad])} (row {bad}): spans need 0 <= start < end <= len(doc)")
+        raise ValueError(f"Invalid span {tuple(int(i) for i in spans[bad])} (row {bad}): spans need 0 <= start < end <= len(doc)")
     # For each gathered row: its span's global start plus its position inside the span.
     span_offsets = numpy.cumsum(lengths) - lengths
     indices = numpy.arange(lengths.sum(), dtype="i") + numpy.repeat(starts - span_offsets, lengths)

@@ -1,0 +1,76 @@
+"""Threshold selection (filter recall, dev-F1 threshold), decoding, and calibration."""
+import numpy
+import pytest
+import spacy
+from spancat_helpers import TRAIN_DATA, make_examples
+
+from spacy_sciner.spancat.decode import greedy_decode
+from spacy_sciner.spancat.filter import best_f1_threshold, recall_threshold
+
+
+def test_recall_threshold_reaches_target():
+    gold = numpy.asarray([0.9, 0.8, 0.7, 0.2, 0.05, 0.6, 0.95, 0.3, 0.4, 0.5])
+    for target in (0.5, 0.8, 0.9, 0.99, 1.0):
+        threshold = recall_threshold(gold, target)
+        recall = (gold >= threshold).mean()
+        assert recall >= target
+        # and it is the highest such threshold: one notch higher misses the target
+        assert (gold >= threshold + 1e-5).mean() < target
+    assert recall_threshold(numpy.zeros(0), 0.99) == 0.0
+    with pytest.raises(ValueError, match="target_recall"):
+        recall_threshold(gold, 0.0)
+
+
+def test_best_f1_threshold():
+    scores = numpy.asarray([0.9, 0.8, 0.7, 0.6, 0.3])
+    correct = numpy.asarray([True, True, False, True, False])
+    best = best_f1_threshold(scores, correct, n_gold=4)
+    # keeping the top 4 gives P 3/4, R 3/4 (F .75) - better than the top 2 (P 1, R .5)
+    assert best["threshold"] == 0.6 and best["f"] == pytest.approx(0.75)
+    tied = best_f1_threshold(numpy.asarray([0.5, 0.5]), numpy.asarray([True, False]), n_gold=1)
+    assert tied["threshold"] == 0.5 and tied["p"] == 0.5  # ties are kept together
+
+
+def test_greedy_decode_highest_score_first():
+    spans = numpy.asarray([[0, 3], [1, 2], [3, 5], [4, 6], [6, 7]])
+    scores = numpy.asarray([0.6, 0.9, 0.7, 0.8, 0.1])
+    assert greedy_decode(spans, scores, 7) == [1, 3, 4]
+
+
+def calibrated_copy(trained_nlp):
+    return spacy.blank("en").from_config(trained_nlp.config).from_bytes(trained_nlp.to_bytes())
+
+
+def test_calibrate_reaches_target_recall_and_prunes(trained_nlp):
+    nlp = calibrated_copy(trained_nlp)
+    pipe = nlp.get_pipe("sciner_spancat")
+    report = pipe.calibrate(make_examples(nlp), target_recall=0.99, nlp=nlp)
+    assert report["filter_recall"] >= 0.99 and report["n_gold_spans"] == 7
+    assert 0.0 < report["filtration_rate"] < 1.0
+    assert pipe.cfg["filter_threshold"] == report["filter_threshold"]
+    # The pruned pipeline still reaches every gold span, with fewer spans through the MLP.
+    docs = [nlp.get_pipe("transformer")(nlp.make_doc(text)) for text, _ in TRAIN_DATA]
+    prediction = pipe.predict(docs)
+    kept = {(i, int(s), int(e)) for i, group in enumerate(prediction.spans) for s, e in group.dataXd}
+    gold = {(i, s, e) for i, (_, spans) in enumerate(TRAIN_DATA) for s, e, _ in spans}
+    assert gold <= kept
+    assert len(kept) == round(prediction.n_candidates * (1 - report["filtration_rate"]))
+    scores = nlp.evaluate(make_examples(nlp))
+    assert scores["spans_sc_f"] == 1.0 and report["dev_f"] == 1.0
+    # Calibrated thresholds are saved with the component.
+    restored = calibrated_copy(nlp).get_pipe("sciner_spancat")
+    assert restored.cfg["filter_threshold"] == report["filter_threshold"]
+    assert restored.cfg["calibration"]["filtration_rate"] == pytest.approx(report["filtration_rate"])
+
+
+def test_lower_target_recall_prunes_more_and_recall_counts_pruned(trained_nlp):
+    nlp = calibrated_copy(trained_nlp)
+    pipe = nlp.get_pipe("sciner_spancat")
+    strict = dict(pipe.calibrate(make_examples(nlp), target_recall=1.0, nlp=nlp))
+    loose = pipe.calibrate(make_examples(nlp), target_recall=0.5, tune_threshold=False, nlp=nlp)
+    assert loose["filtration_rate"] > strict["filtration_rate"]
+    assert 0.5 <= loose["filter_recall"] < 1.0
+    pipe.cfg["threshold"] = 0.0  # output every span the filter keeps
+    scores = nlp.evaluate(make_examples(nlp))
+    # Gold spans lost to the filter count as misses.
+    assert scores["spans_sc_r"] == pytest.approx(loose["filter_recall"])
