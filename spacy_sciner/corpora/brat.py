@@ -1,5 +1,7 @@
 """BRAT standoff (``.txt`` + ``.ann``, the native BioNLP shared-task format) to spaCy Docs,
-one Doc per document.
+one Doc per document (``doc_unit="document"``) or one Doc per non-empty line of the
+``.txt`` (``doc_unit="line"``, for one-sentence-per-line files; a mention that crosses a
+line break is then an error naming the file and line).
 
 Entity lines (``T1<TAB>Type start end[;start end...]<TAB>text``) become gold mentions;
 events, relations, attributes, modifications, normalizations and notes (lines starting
@@ -37,6 +39,7 @@ from spacy.tokens import Doc, Span
 from .common import DEFAULT_SPANS_KEY, ConversionStats, CorpusFormatError, set_gold_spans, warn_summary
 
 DISCONTINUOUS = ("merge", "fragments", "error")
+DOC_UNITS = ("document", "line")
 IGNORED_PREFIXES = {
     "E": "events",
     "R": "relations",
@@ -55,6 +58,7 @@ def read_brat(
     *,
     spans_key: str = DEFAULT_SPANS_KEY,
     discontinuous: str = "merge",
+    doc_unit: str = "document",
     stats: Optional[ConversionStats] = None,
 ) -> Iterator[Doc]:
     """Read BRAT standoff documents.
@@ -65,14 +69,17 @@ def read_brat(
         tokenizer is used, no other component runs) or a tokenizer.
     spans_key (str): Span group receiving all gold mentions.
     discontinuous (str): "merge" (default), "fragments" or "error"; see module doc.
+    doc_unit (str): "document" (default) or "line" (one Doc per non-empty text line).
     stats (Optional[ConversionStats]): Receives misaligned/discontinuous/ignored counts.
-    YIELDS (Doc): One Doc per document, ``doc.user_data["doc_key"]`` = file stem
-        relative to `path`.
+    YIELDS (Doc): One Doc per document (or line), ``doc.user_data["doc_key"]`` = file
+        stem relative to `path` (plus ``#L<line>`` for line docs).
     RAISES (CorpusFormatError): Missing partner file, malformed line, bad offsets, text
         mismatch, empty ``.txt``, directory without ``.txt`` files.
     """
     if discontinuous not in DISCONTINUOUS:
         raise ValueError(f"discontinuous must be one of {DISCONTINUOUS}, got {discontinuous!r}")
+    if doc_unit not in DOC_UNITS:
+        raise ValueError(f"doc_unit must be one of {DOC_UNITS}, got {doc_unit!r}")
     tokenizer = getattr(nlp_or_tokenizer, "tokenizer", nlp_or_tokenizer)
     stats = stats if stats is not None else ConversionStats()
     misaligned_before = stats.misaligned
@@ -82,8 +89,7 @@ def read_brat(
         ann_path = txt_path.with_suffix(".ann")
         if not ann_path.is_file():
             raise CorpusFormatError(txt_path, f"no annotation file {ann_path.name} beside it")
-        doc = tokenizer(text)
-        spans = []
+        mentions = []  # (start, end, label, line_no, ann_id), one per fragment kept
         for line_no, ann_id, label, fragments in _read_entities(ann_path, text, stats):
             if len(fragments) > 1:
                 stats.discontinuous += 1
@@ -95,11 +101,34 @@ def read_brat(
                     )
                 if discontinuous == "merge":
                     fragments = [(fragments[0][0], fragments[-1][1])]
-            for start, end in fragments:
-                spans.append(_align(doc, start, end, label, ann_path, line_no, ann_id, stats))
-        doc.user_data["doc_key"] = txt_path.relative_to(root).with_suffix("").as_posix()
-        yield set_gold_spans(doc, spans, spans_key, stats)
+            mentions.extend((start, end, label, line_no, ann_id) for start, end in fragments)
+        doc_key = txt_path.relative_to(root).with_suffix("").as_posix()
+        units = [(0, text, doc_key)] if doc_unit == "document" else _text_lines(text, doc_key)
+        for offset, unit_text, key in units:
+            doc = tokenizer(unit_text)
+            spans = []
+            for start, end, label, line_no, ann_id in mentions:
+                if start >= offset + len(unit_text) or end <= offset:
+                    continue
+                if start < offset or end > offset + len(unit_text):
+                    raise CorpusFormatError(
+                        ann_path, f"{ann_id}: mention {start}..{end} crosses a line break (doc_unit='line')", line=line_no
+                    )
+                spans.append(_align(doc, start - offset, end - offset, label, ann_path, line_no, ann_id, stats))
+            doc.user_data["doc_key"] = key
+            yield set_gold_spans(doc, spans, spans_key, stats)
     warn_summary(stats, path, "mentions expanded to token boundaries", stats.misaligned - misaligned_before)
+
+
+def _text_lines(text: str, doc_key: str) -> List[Tuple[int, str, str]]:
+    """(character offset, line text, doc key) of each non-empty line of `text`."""
+    units, offset = [], 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        stripped = line.rstrip("\r")
+        if stripped.strip():
+            units.append((offset, stripped, f"{doc_key}#L{number}"))
+        offset += len(line) + 1
+    return units
 
 
 def _find_documents(path: Path) -> List[Tuple[Path, Path]]:

@@ -24,6 +24,7 @@ class Scheme(str, Enum):
 class DocUnit(str, Enum):
     sentence = "sentence"
     document = "document"
+    line = "line"
 
 
 class Discontinuous(str, Enum):
@@ -39,7 +40,7 @@ def convert_cli(
     fmt: Format = typer.Option(..., "--format", "-f", help="Input format"),
     scheme: Scheme = typer.Option(Scheme.auto, "--scheme", help="CoNLL tag scheme (auto: detected per file)"),
     spans_key: str = typer.Option("sc", "--spans-key", help="doc.spans key for all gold mentions"),
-    doc_unit: DocUnit = typer.Option(DocUnit.sentence, "--doc-unit", help="SciERC: one Doc per sentence or per abstract"),
+    doc_unit: DocUnit = typer.Option(DocUnit.sentence, "--doc-unit", help="SciERC: one Doc per sentence or per abstract; BRAT: 'line' = one Doc per text line"),
     repair: bool = typer.Option(False, "--repair", help="CoNLL: fix inconsistent tag sequences (counted) instead of failing"),
     discontinuous: Discontinuous = typer.Option(Discontinuous.merge, "--discontinuous", help="BRAT: discontinuous mentions"),
     lang: str = typer.Option("en", "--lang", help="BRAT: language of the tokenizer"),

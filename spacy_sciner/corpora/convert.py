@@ -34,7 +34,9 @@ def read_docs(
     if fmt == "conll":
         return read_conll(input_path, nlp.vocab, scheme=scheme, spans_key=spans_key, repair=repair, stats=stats)
     if fmt == "brat":
-        return read_brat(input_path, nlp, spans_key=spans_key, discontinuous=discontinuous, stats=stats)
+        # BRAT: one Doc per file unless doc_unit="line" (one per line of the .txt).
+        unit = "line" if doc_unit == "line" else "document"
+        return read_brat(input_path, nlp, spans_key=spans_key, discontinuous=discontinuous, doc_unit=unit, stats=stats)
     raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
 
 
@@ -58,7 +60,8 @@ def convert(
     fmt (str): "scierc", "conll" or "brat".
     scheme (str): CoNLL tag scheme: "auto", "iob1", "iob2", "iobes".
     spans_key (str): Span group receiving all gold mentions.
-    doc_unit (str): SciERC: "sentence" or "document".
+    doc_unit (str): SciERC: "sentence" or "document"; BRAT: "line" for one Doc per
+        text line, anything else for one Doc per file.
     repair (bool): CoNLL: fix inconsistent tag sequences (counted) instead of raising.
     discontinuous (str): BRAT: "merge", "fragments" or "error".
     lang (str): Language whose tokenizer BRAT text goes through (``spacy.blank(lang)``).

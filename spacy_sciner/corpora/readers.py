@@ -68,7 +68,14 @@ def create_conll_reader(
 
 
 def create_brat_reader(
-    path: Path, spans_key: str = DEFAULT_SPANS_KEY, discontinuous: str = "merge", limit: int = 0
+    path: Path,
+    spans_key: str = DEFAULT_SPANS_KEY,
+    discontinuous: str = "merge",
+    limit: int = 0,
+    doc_unit: str = "document",
 ) -> Reader:
-    """BRAT standoff (see ``spacy_sciner.corpora.brat``), tokenized by the nlp's tokenizer."""
-    return GoldCorpus(path, "brat", limit=limit, spans_key=spans_key, discontinuous=discontinuous)
+    """BRAT standoff (see ``spacy_sciner.corpora.brat``), tokenized by the nlp's tokenizer;
+    ``doc_unit`` "document" (one Example per file) or "line" (one per text line)."""
+    return GoldCorpus(
+        path, "brat", limit=limit, spans_key=spans_key, discontinuous=discontinuous, doc_unit=doc_unit
+    )

@@ -146,3 +146,28 @@ def test_brat_missing_or_empty_files(tmp_path, nlp):
     (tmp_path / "a.ann").write_text("T1\tX 1 2\t ", encoding="utf8")
     with pytest.raises(CorpusFormatError, match=r"a.ann:1: T1: characters 1..2 cover no token"):
         read(tmp_path / "a.txt", nlp)
+
+
+def test_line_docs_one_per_sentence_with_offsets_shifted(tmp_path):
+    import spacy
+    from spacy_sciner.corpora.brat import read_brat
+
+    text = "We use SVM here.\n\nCRF models tag words.\n"
+    (tmp_path / "a.txt").write_text(text)
+    (tmp_path / "a.ann").write_text("T1\tMethod 7 10\tSVM\nT2\tMethod 18 21\tCRF\n")
+    docs = list(read_brat(tmp_path, spacy.blank("en"), doc_unit="line"))
+    assert [d.text for d in docs] == ["We use SVM here.", "CRF models tag words."]
+    assert [[(s.text, s.label_) for s in d.spans["sc"]] for d in docs] == [[("SVM", "Method")], [("CRF", "Method")]]
+    assert [d.user_data["doc_key"] for d in docs] == ["a#L1", "a#L3"]
+
+
+def test_line_docs_mention_across_lines_is_an_error(tmp_path):
+    import pytest
+    import spacy
+    from spacy_sciner.corpora.brat import read_brat
+    from spacy_sciner.corpora.common import CorpusFormatError
+
+    (tmp_path / "a.txt").write_text("deep\nlearning\n")
+    (tmp_path / "a.ann").write_text("T1\tMethod 0 13\tdeep\nlearning\n".replace("deep\nlearning", "deep learning"))
+    with pytest.raises(CorpusFormatError, match=r"a.ann:1.*crosses a line break"):
+        list(read_brat(tmp_path, spacy.blank("en"), doc_unit="line"))
