@@ -17,10 +17,16 @@ from .candidates import SOURCES, CandidateTable
 from .dictionary import TermDictionary
 
 
+def _fail(message: str) -> None:
+    """Exit with a plain one-line error (typer's boxes would wrap file names)."""
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(1)
+
+
 def _check_inputs(paths: List[Path]) -> List[str]:
     for path in paths:
         if str(path) != "-" and not path.is_file():
-            raise typer.BadParameter(f"input file not found: {path}")
+            _fail(f"input file not found: {path}")
     return [str(p) for p in paths]
 
 
@@ -30,7 +36,7 @@ def read_training_data(path: Path, spans_key: str) -> Tuple[List[str], List[List
     from spacy.tokens import DocBin
 
     if not path.is_file():
-        raise typer.BadParameter(f"--train file not found: {path}")
+        _fail(f"--train file not found: {path}")
     nlp = spacy.blank("en")
     entities, sentences = [], []
     for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
@@ -51,7 +57,7 @@ def _sources(value: str) -> Tuple[str, ...]:
     sources = tuple(s.strip() for s in value.split(",") if s.strip())
     unknown = set(sources) - set(SOURCES)
     if unknown or not sources:
-        raise typer.BadParameter(f"--sources: unknown {sorted(unknown)}; choose from {SOURCES}")
+        _fail(f"--sources: unknown {sorted(unknown)}; choose from {SOURCES}")
     return sources
 
 
@@ -89,18 +95,18 @@ def mine_cli(
                           seed=seed)
         dictionary = TermDictionary(case=case)
     except ValueError as err:
-        raise typer.BadParameter(str(err))
+        _fail(str(err))
     loading: Dict[str, object] = {}
     if train is not None:
         entities, _ = read_training_data(train, spans_key)
         loading[str(train)] = dictionary.add_many(entities, "dict").as_dict()
     for path in gazetteer or []:
         if not path.is_file():
-            raise typer.BadParameter(f"gazetteer not found: {path}")
+            _fail(f"gazetteer not found: {path}")
         try:
             loading[str(path)] = dictionary.load_gazetteer(str(path)).as_dict()
         except ValueError as err:
-            raise typer.BadParameter(str(err))
+            _fail(str(err))
     for name, counts in loading.items():
         typer.echo(f"dictionary {name}: {counts['added']} terms added, skipped "
                    f"{counts['blank']} blank, {counts['duplicate']} duplicate, "
@@ -152,7 +158,7 @@ def build_corpus_cli(
 
     paths = _check_inputs(inputs)
     if not str(output).endswith((".spacy", ".jsonl")):
-        raise typer.BadParameter(f"--output must end in .spacy or .jsonl: {output}")
+        _fail(f"--output must end in .spacy or .jsonl: {output}")
     wanted = _sources(sources)
     try:
         dictionary = TermDictionary(case=case)
@@ -171,7 +177,7 @@ def build_corpus_cli(
             acronyms="pattern" in wanted, overlap=overlap, min_tokens=min_tokens,
             max_tokens=max_tokens, seed=seed, progress=progress)
     except ValueError as err:
-        raise typer.BadParameter(str(err))
+        _fail(str(err))
     output.parent.mkdir(parents=True, exist_ok=True)
     write_corpus(items, str(output))
     run["dictionary_terms"] = len(dictionary)

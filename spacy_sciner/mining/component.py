@@ -15,7 +15,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Union
 import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
-from spacy.tokens import Doc, SpanGroup
+from spacy.tokens import Doc, Span, SpanGroup
 from spacy.training import Example
 from spacy.util import SimpleFrozenList, ensure_path
 
@@ -87,8 +87,7 @@ class CandidateMiner(Pipe):
                            acronyms=use_acronyms, overlap=self.cfg["overlap"])[0]
         group = SpanGroup(doc, name=self.key)
         for start, end, sources in matches:
-            group.append(doc[start:end])
-            group[-1].label_ = sources
+            group.append(Span(doc, start, end, label=sources))
         doc.spans[self.key] = group
         return doc
 

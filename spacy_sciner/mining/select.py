@@ -23,7 +23,7 @@ import random
 from collections import Counter
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from spacy.tokens import Doc, DocBin, SpanGroup
+from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
 from tqdm import tqdm
 
@@ -188,8 +188,7 @@ def items_to_docs(items: Iterable[dict], vocab: Vocab, spans_key: str = "candida
         doc = Doc(vocab, words=item["words"], spaces=item["spaces"])
         group = SpanGroup(doc, name=spans_key)
         for start, end, sources in item["spans"]:
-            group.append(doc[start:end])
-            group[-1].label_ = sources
+            group.append(Span(doc, start, end, label=sources))
         doc.spans[spans_key] = group
         yield doc
 

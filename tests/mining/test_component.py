@@ -1,0 +1,102 @@
+import numpy
+import spacy
+from spacy.tokens import Doc, Span
+from spacy.training import Example
+from spacy.util import registry
+
+from spacy_sciner.mining.candidates import CandidateTable
+
+
+def make_nlp(**config):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sciner_candidate_miner", config=config)
+    return nlp
+
+
+def gold_example(nlp, words, spans):
+    doc = Doc(nlp.vocab, words=words)
+    doc.spans["sc"] = [Span(doc, s, e, label=label) for s, e, label in spans]
+    return Example(nlp.make_doc(doc.text), doc)
+
+
+def candidates(doc, key="candidates"):
+    return [(span.text, span.label_) for span in doc.spans[key]]
+
+
+def test_component_annotates_all_sources(tmp_path):
+    nlp = make_nlp()
+    table = CandidateTable()
+    table.add("gene expression", "phrase", 10, 0.9)
+    table.add("weak phrase", "phrase", 10, 0.1)
+    table.write(str(tmp_path / "c.tsv"))
+    examples = [gold_example(nlp, ["random", "forest", "works"], [(0, 2, "Method")])]
+    nlp.get_pipe("sciner_candidate_miner").initialize(lambda: examples, table=str(tmp_path / "c.tsv"))
+    doc = nlp("A random forest and a support vector machine (SVM) on gene expression; weak phrase.")
+    assert candidates(doc) == [("random forest", "dict"), ("support vector machine", "pattern"),
+                               ("SVM", "pattern"), ("gene expression", "phrase"),
+                               ("weak phrase", "phrase")]
+    strict = make_nlp(min_quality=0.5, sources=["phrase"])
+    strict.get_pipe("sciner_candidate_miner").initialize(table=str(tmp_path / "c.tsv"))
+    assert candidates(strict("gene expression of a weak phrase")) == [("gene expression", "phrase")]
+
+
+def test_nlp_initialize_and_overlap_policies():
+    nlp = make_nlp(overlap="all", acronyms=False)
+    examples = [gold_example(nlp, ["support", "vector", "machine"], [(0, 3, "M"), (1, 2, "T")])]
+    nlp.initialize(lambda: examples)
+    assert candidates(nlp("a support vector machine")) == [
+        ("support vector machine", "dict"), ("vector", "dict")]
+    nlp.get_pipe("sciner_candidate_miner").cfg["overlap"] = "longest"
+    assert candidates(nlp("a support vector machine")) == [("support vector machine", "dict")]
+
+
+def test_serialization_round_trip(tmp_path):
+    nlp = make_nlp(case="smart", spans_key="cands")
+    miner = nlp.get_pipe("sciner_candidate_miner")
+    assert miner.add_terms(["NF-kappaB", "protein kinase", "x", "protein kinase"]) == {
+        "added": 2, "blank": 0, "duplicate": 1, "too_short": 1, "malformed": 0,
+        "examples": ["<terms>:3: too_short", "<terms>:4: duplicate"]}
+    text = "The Protein Kinase activates NF-kappaB but not nf-kappab ."
+    expected = [("Protein Kinase", "dict"), ("NF-kappaB", "dict")]
+    assert candidates(nlp(text), "cands") == expected
+    nlp.to_disk(tmp_path / "pipeline")
+    loaded = spacy.load(tmp_path / "pipeline")
+    assert candidates(loaded(text), "cands") == expected
+    assert loaded.get_pipe("sciner_candidate_miner").cfg == miner.cfg
+    other = make_nlp(case="smart", spans_key="cands")
+    other.get_pipe("sciner_candidate_miner").from_bytes(miner.to_bytes())
+    assert candidates(other(text), "cands") == expected
+    fresh = make_nlp()
+    fresh.get_pipe("sciner_candidate_miner").from_disk(tmp_path / "pipeline" / "sciner_candidate_miner")
+    assert candidates(fresh(text), "cands") == expected
+
+
+def test_suggester_shape_matches_spacy_ngram_suggester():
+    nlp = make_nlp()
+    nlp.get_pipe("sciner_candidate_miner").add_terms(["support vector machine"])
+    docs = [nlp("a support vector machine (SVM) ."), nlp.make_doc("no candidates here"),
+            nlp.make_doc("")]
+    suggester = registry.misc.get("spacy-sciner.candidate_suggester.v1")()
+    out = suggester(docs)
+    assert out.dataXd.dtype == numpy.int32 and out.lengths.dtype == numpy.int32
+    assert out.dataXd.tolist() == [[1, 4], [5, 6]] and out.lengths.tolist() == [2, 0, 0]
+    with_ngrams = registry.misc.get("spacy-sciner.candidate_suggester.v1")(sizes=[1, 2])(docs)
+    ngram = registry.misc.get("spacy.ngram_suggester.v1")(sizes=[1, 2])(docs)
+    assert with_ngrams.dataXd.dtype == ngram.dataXd.dtype and with_ngrams.dataXd.shape[1] == 2
+    # Candidates not already among the n-grams are added: the 3-token span [1, 4).
+    assert with_ngrams.lengths.tolist() == [ngram.lengths[0] + 1, 5, 0]
+    assert {tuple(r) for r in ngram.dataXd.tolist()} < {tuple(r) for r in with_ngrams.dataXd.tolist()}
+    empty = suggester([nlp.make_doc("")])
+    assert empty.dataXd.shape == (0, 0) and empty.lengths.tolist() == [0]
+
+
+def test_suggester_in_spancat_config():
+    nlp = make_nlp()
+    spancat = nlp.add_pipe("spancat", config={"suggester": {
+        "@misc": "spacy-sciner.candidate_suggester.v1", "sizes": [1]}})
+    spancat.add_label("Method")
+    nlp.initialize()
+    # initialize() rebuilds the dictionary (from training examples); add terms after it.
+    nlp.get_pipe("sciner_candidate_miner").add_terms(["random forest"])
+    doc = nlp("a random forest")
+    assert spancat.suggester([doc]).lengths.tolist() == [4]

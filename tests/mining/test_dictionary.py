@@ -1,0 +1,110 @@
+import pytest
+
+from spacy_sciner.mining.dictionary import TermDictionary, is_acronym, resolve_overlaps
+
+
+def spans(dictionary, text, overlap="all"):
+    words = text.split()
+    return [(" ".join(words[s:e]), src) for s, e, src in dictionary.match(words, overlap)]
+
+
+def test_match_is_token_aligned_never_inside_a_word():
+    d = TermDictionary(case="lowercase")
+    d.add("vector")
+    d.add("net")
+    assert spans(d, "support vectors and a network use a vector net") == [
+        ("vector", "dict"), ("net", "dict")]
+
+
+def test_hyphen_spacing_is_normalised_but_boundaries_kept():
+    d = TermDictionary(case="exact")
+    d.add("acetyl-CoA carboxylase")
+    d.add("IL-2")
+    assert spans(d, "the acetyl - CoA carboxylase of IL-2R and IL - 2") == [
+        ("acetyl - CoA carboxylase", "dict"), ("IL - 2", "dict")]
+
+
+def test_case_policies():
+    exact, lower, smart = (TermDictionary(case=c) for c in ("exact", "lowercase", "smart"))
+    for d in (exact, lower, smart):
+        d.add("Support Vector Machine")
+        d.add("CAT")
+    text = "a support vector machine and a cat and CAT"
+    assert spans(exact, text) == [("CAT", "dict")]
+    assert spans(lower, text) == [("support vector machine", "dict"), ("cat", "dict"),
+                                  ("CAT", "dict")]
+    # smart: case-insensitive, except for the acronym.
+    assert spans(smart, text) == [("support vector machine", "dict"), ("CAT", "dict")]
+    assert is_acronym("mRNA") and is_acronym("IL-2") and not is_acronym("Support Vector")
+
+
+def test_overlaps_longest_first_or_all():
+    d = TermDictionary(case="lowercase")
+    for term in ("vector", "support vector", "support vector machine", "machine learning"):
+        d.add(term)
+    text = "support vector machine learning"
+    assert spans(d, text, "longest") == [("support vector machine", "dict")]
+    assert len(spans(d, text, "all")) == 4
+    assert resolve_overlaps([(0, 2, "a"), (1, 3, "b"), (3, 4, "c")]) == [(0, 2, "a"), (3, 4, "c")]
+    with pytest.raises(ValueError, match="overlap policy"):
+        resolve_overlaps([], "shortest")
+
+
+def test_sources_merge_on_the_same_span():
+    d = TermDictionary()
+    d.add("hidden markov model", "dict")
+    d.add("hidden Markov model", "phrase")
+    assert spans(d, "a hidden Markov model") == [("hidden Markov model", "dict|phrase")]
+
+
+def test_special_characters_match_literally():
+    d = TermDictionary(case="exact")
+    for term in ("C++", "(R)-2-hydroxy acid", "a.*b", "[Ca2+]i"):
+        d.add(term)
+    assert spans(d, "in C++ the ( R ) - 2 - hydroxy acid and [ Ca2 + ] i but not aXXb") == [
+        ("C++", "dict"), ("( R ) - 2 - hydroxy acid", "dict"), ("[ Ca2 + ] i", "dict")]
+    assert spans(d, "a.*b") == [("a.*b", "dict")]
+
+
+def test_plain_gazetteer_bad_lines_are_counted(tmp_path):
+    path = tmp_path / "terms.txt"
+    path.write_bytes(b"protein kinase\n\n   \nprotein kinase\nx\nNF-kappaB\n\xff\xfebad\nok term\n")
+    d = TermDictionary()
+    report = d.load_gazetteer(str(path))
+    assert (report.added, report.blank, report.duplicate, report.too_short, report.malformed) == (
+        3, 2, 1, 1, 1)
+    assert f"{path}:2: blank" in report.examples
+    assert spans(d, "the NF - kappaB protein kinase") == [
+        ("NF - kappaB", "dict"), ("protein kinase", "dict")]
+
+
+def test_bel_gazetteer_and_strict_errors(tmp_path):
+    path = tmp_path / "x.belns"
+    path.write_text("[Namespace]\nKeyword=X\n\n[Values]\nIL2|GRP\nIL2|GRP\n"
+                    "no separator here\nbeta\\{1\\}|A\n\nA|GRP\n", encoding="utf8")
+    d = TermDictionary(case="exact")
+    report = d.load_gazetteer(str(path))
+    assert (report.added, report.duplicate, report.malformed, report.too_short, report.blank) == (
+        2, 1, 1, 1, 1)
+    assert spans(d, "IL2 and beta{1}") == [("IL2", "dict"), ("beta{1}", "dict")]
+    with pytest.raises(ValueError, match=r"x\.belns:7: expected 'name\|code'"):
+        TermDictionary().load_gazetteer(str(path), strict=True)
+
+
+def test_real_openbel_gazetteer(shared_data):
+    d = TermDictionary()
+    report = d.load_gazetteer(f"{shared_data}/gazetteers/openbel/mesh-cellular-structures.belns")
+    assert report.added == 230 and report.malformed == 0
+    assert spans(d, "in the cell nucleus of") == [("cell nucleus", "dict")]
+
+
+def test_round_trip_rows():
+    d = TermDictionary()
+    d.add("SVM", "pattern")
+    d.add("support vector machine", "phrase")
+    d.add("support vector machine", "dict")
+    copy = TermDictionary.from_list(d.to_list())
+    assert copy.to_list() == d.to_list() == [
+        ("support vector machine", "dict|phrase", False), ("SVM", "pattern", True)]
+    assert spans(copy, "an SVM is a Support Vector Machine not an svm") == [
+        ("SVM", "pattern"), ("Support Vector Machine", "dict|phrase")]

@@ -1,0 +1,81 @@
+import json
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+from spacy_sciner.mining.dictionary import TermDictionary
+from spacy_sciner.mining.select import Relevance, select_sentences, write_corpus
+
+LINES = [
+    "A random forest and a support vector machine (SVM) beat gene expression baselines.",
+    "A random forest is used here today.",
+    "Nothing to see in this one at all.",
+    "Gene expression of cells.",
+    "ok",
+]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "aux.txt"
+    path.write_text("\n".join(LINES) + "\n", encoding="utf8")
+    return str(path)
+
+
+@pytest.fixture
+def dictionary():
+    d = TermDictionary()
+    d.add("random forest", "dict")
+    d.add("gene expression", "phrase")
+    return d
+
+
+def texts(items):
+    return [" ".join(i["words"]) for i in items]
+
+
+def test_top_bottom_random(corpus, dictionary):
+    top, report = select_sentences([corpus], dictionary, n=2, mode="top", progress=False)
+    assert [i["score"] for i in top] == [4.0, 1.0]
+    assert texts(top)[0].startswith("A random forest and") and top[0]["source"] == f"{corpus}:1"
+    assert top[0]["spans"] == [(1, 3, "dict"), (5, 8, "pattern"), (9, 10, "pattern"),
+                               (12, 14, "phrase")]
+    assert report["skipped_too_short"] == 1 and report["sentences_seen"] == 5
+    bottom, _ = select_sentences([corpus], dictionary, n=1, mode="bottom", progress=False)
+    assert texts(bottom) == ["Nothing to see in this one at all ."]
+    draws = {tuple(texts(select_sentences([corpus], dictionary, n=2, mode="random", seed=s,
+                                          progress=False)[0])) for s in range(8)}
+    assert len(draws) > 2 and all(len(d) == 2 for d in draws)
+
+
+def test_relevance_weighting(corpus, dictionary):
+    entity = Relevance("entity", entities=["gene expression"])
+    items, _ = select_sentences([corpus], dictionary, n=4, relevance=entity, progress=False)
+    # "Gene expression of cells" (1 candidate, all relevant) ties with the random forest one
+    # (1 candidate, none relevant) without weighting, and wins with it.
+    assert [round(i["score"], 2) for i in items] == [5.0, 2.0, 1.0, 0.0]
+    assert texts(items)[1] == "Gene expression of cells ."
+    tfidf = Relevance("tfidf", sentences=[["random", "forest", "classifiers"]])
+    items, _ = select_sentences([corpus], dictionary, n=2, relevance=tfidf,
+                                relevance_weight=10, progress=False)
+    assert texts(items)[1] == "A random forest is used here today ."
+    with pytest.raises(ValueError, match="needs training"):
+        Relevance("tfidf")
+
+
+def test_outputs_docbin_and_jsonl(tmp_path, corpus, dictionary):
+    items, _ = select_sentences([corpus], dictionary, n=3, progress=False)
+    write_corpus(items, str(tmp_path / "pft.jsonl"))
+    records = [json.loads(l) for l in (tmp_path / "pft.jsonl").read_text().splitlines()]
+    assert set(records[0]) == {"text", "tokens", "candidates"}
+    assert records[0]["text"] == LINES[0]
+    assert records[0]["candidates"][1] == [5, 8, "pattern"]
+    write_corpus(items, str(tmp_path / "pft.spacy"))
+    nlp = spacy.blank("en")
+    docs = list(DocBin().from_disk(tmp_path / "pft.spacy").get_docs(nlp.vocab))
+    assert [d.text for d in docs] == [r["text"] for r in records]
+    assert [(s.start, s.end, s.label_) for s in docs[0].spans["candidates"]] == [
+        tuple(c) for c in records[0]["candidates"]]
+    with pytest.raises(ValueError, match="must end in"):
+        write_corpus(items, str(tmp_path / "pft.txt"))
