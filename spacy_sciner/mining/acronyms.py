@@ -8,7 +8,10 @@ brackets (``-LRB-``, SciERC) count as parentheses. Extensions of the original al
   ("( SVM ; Vapnik 1995 )");
 - the long form window never crosses a bracket or a sentence-final mark;
 - every other use of a defined short form (exact case) and of its long form (any case) in
-  the same document is a candidate too.
+  the same document is a candidate too, and so is the whole "LF ( SF )" when the brackets
+  hold only the short form (SciERC annotates "Markov random field ( MRF )" as one mention);
+- a long form whose word initials spell the short form is preferred to the Schwartz-Hearst
+  shortest match ("Category Cooccurrence Restrictions ( CCRs )").
 
 A short form is valid when it has 1-2 tokens, 2-10 characters, a letter, and starts with a
 letter or digit, so lower-case short forms ("mRNA", "siRNA", "il") are allowed; a pair is
@@ -16,6 +19,7 @@ kept only when the characters of the short form are found in order in the long f
 its first character starting a word, so "( see above )" or an SF that does not match its
 long form is rejected.
 """
+import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
 OPEN = {"(": ")", "[": "]", "-LRB-": "-RRB-", "-LSB-": "-RSB-"}
@@ -64,6 +68,37 @@ def best_long_form_start(short: str, words: Sequence[str]) -> Optional[int]:
     return long[:start_char].count(" ")
 
 
+_MINOR_WORDS = {"of", "the", "and", "for", "in", "on", "to", "a", "an", "with", "by", "at"}
+
+
+def initials_long_form_start(short: str, words: Sequence[str]) -> Optional[int]:
+    """Long form whose word initials spell the short form (tried before Schwartz-Hearst).
+
+    Schwartz-Hearst takes the shortest long form in which the SF letters occur in order,
+    which cuts "Category Cooccurrence Restrictions ( CCRs )" to "Cooccurrence
+    Restrictions"; matching initials (ignoring minor words, splitting at hyphens, and a
+    plural "s" of the SF) finds the whole name.
+
+    short (str): The short form.
+    words (Sequence[str]): The window before the bracket.
+    RETURNS (Optional[int]): Index of the first long-form token, or None.
+    """
+    letters = [c.lower() for c in short if c.isalpha()]
+    targets = [letters]
+    if len(letters) > 2 and short.endswith("s") and short[:-1].upper() == short[:-1]:
+        targets.append(letters[:-1])
+    for target in targets:
+        for k in range(1, min(len(words), len(target) + 3) + 1):
+            first = words[-k]
+            if not first[:1].isalnum() or first.lower() in _MINOR_WORDS:
+                continue
+            initials = [piece[0].lower() for word in words[-k:] for piece in re.split(r"[-/]", word)
+                        if piece[:1].isalpha() and piece.lower() not in _MINOR_WORDS]
+            if initials == target:
+                return len(words) - k
+    return None
+
+
 def _closing(words: Sequence[str], open_i: int) -> Optional[int]:
     """Index of the bracket closing the one at ``open_i`` (nesting aware), or None."""
     depth = 0
@@ -109,7 +144,12 @@ def find_definitions(words: Sequence[str], sentence: int = 0) -> List[Definition
             while lo > 0 and i - lo < size and words[lo - 1] not in _WINDOW_STOP:
                 lo -= 1
             window = words[lo:i]
-            start = best_long_form_start("".join(head), window) if window else None
+            short = "".join(head)
+            start = None
+            if window:
+                start = initials_long_form_start(short, window)
+                if start is None:
+                    start = best_long_form_start(short, window)
             if start is not None and "".join(window[start:]) != "".join(head):
                 found.append((sentence, lo + start, i, i + 1, i + 1 + len(head)))
                 continue
@@ -146,6 +186,12 @@ def find_acronym_candidates(
     for s, lf_start, lf_end, sf_start, sf_end in definitions:
         spans.add((s, lf_start, lf_end))
         spans.add((s, sf_start, sf_end))
+        # The whole "LF ( SF )" / "SF ( LF )" when the brackets hold just the inner form:
+        # SciERC annotates such definitions as one mention.
+        first, second = sorted([(lf_start, lf_end), (sf_start, sf_end)])
+        words = sentences[s]
+        if second[0] == first[1] + 1 and second[1] < len(words) and words[second[1]] in CLOSE:
+            spans.add((s, first[0], second[1] + 1))
         lf = tuple(sentences[s][lf_start:lf_end])
         sf = tuple(sentences[s][sf_start:sf_end])
         short_forms[sf] = None

@@ -12,14 +12,14 @@ def test_long_form_then_short_form_and_later_uses():
     found, pairs = texts(["We train a support vector machine ( SVM ) .",
                           "The SVM beats a Support Vector Machine baseline ; svm is not it ."])
     assert pairs == [("support vector machine", "SVM")]
-    assert found == [(0, "support vector machine"), (0, "SVM"), (1, "SVM"),
-                     (1, "Support Vector Machine")]
+    assert found == [(0, "support vector machine"), (0, "support vector machine ( SVM )"),
+                     (0, "SVM"), (1, "SVM"), (1, "Support Vector Machine")]
 
 
 def test_short_form_then_long_form():
     found, pairs = texts(["The HMM ( hidden Markov model ) is used ."])
     assert pairs == [("hidden Markov model", "HMM")]
-    assert found == [(0, "HMM"), (0, "hidden Markov model")]
+    assert found == [(0, "HMM"), (0, "HMM ( hidden Markov model )"), (0, "hidden Markov model")]
 
 
 def test_nested_parentheses_and_trailing_citation():
@@ -47,6 +47,16 @@ def test_ptb_brackets_and_long_form_window():
     # The best (shortest) long form is taken, never crossing a bracket or a full stop.
     words = "we use . latent Dirichlet allocation ( LDA )".split()
     assert find_definitions(words) == [(0, 3, 6, 7, 8)]
+
+
+def test_initials_preferred_to_shortest_match():
+    # Schwartz-Hearst alone would stop at "Cooccurrence Restrictions".
+    assert texts(["of Category Cooccurrence Restrictions ( CCRs ) ."])[1] == [
+        ("Category Cooccurrence Restrictions", "CCRs")]
+    assert texts(["the Expectation-Maximization ( EM ) step"])[1] == [("Expectation-Maximization", "EM")]
+    # With a citation inside the brackets, the whole definition is not one candidate.
+    found, _ = texts(["a hidden Markov model ( HMM ; Rabiner , 1989 ) was"])
+    assert [t for _, t in found] == ["hidden Markov model", "HMM"]
 
 
 def test_short_form_rules():

@@ -32,9 +32,9 @@ def test_component_annotates_all_sources(tmp_path):
     examples = [gold_example(nlp, ["random", "forest", "works"], [(0, 2, "Method")])]
     nlp.get_pipe("sciner_candidate_miner").initialize(lambda: examples, table=str(tmp_path / "c.tsv"))
     doc = nlp("A random forest and a support vector machine (SVM) on gene expression; weak phrase.")
-    assert candidates(doc) == [("random forest", "dict"), ("support vector machine", "pattern"),
-                               ("SVM", "pattern"), ("gene expression", "phrase"),
-                               ("weak phrase", "phrase")]
+    # overlap="longest": the whole acronym definition wins over its long and short forms.
+    assert candidates(doc) == [("random forest", "dict"), ("support vector machine (SVM)", "pattern"),
+                               ("gene expression", "phrase"), ("weak phrase", "phrase")]
     strict = make_nlp(min_quality=0.5, sources=["phrase"])
     strict.get_pipe("sciner_candidate_miner").initialize(table=str(tmp_path / "c.tsv"))
     assert candidates(strict("gene expression of a weak phrase")) == [("gene expression", "phrase")]
@@ -72,19 +72,19 @@ def test_serialization_round_trip(tmp_path):
 
 
 def test_suggester_shape_matches_spacy_ngram_suggester():
-    nlp = make_nlp()
+    nlp = make_nlp(overlap="all")
     nlp.get_pipe("sciner_candidate_miner").add_terms(["support vector machine"])
     docs = [nlp("a support vector machine (SVM) ."), nlp.make_doc("no candidates here"),
             nlp.make_doc("")]
     suggester = registry.misc.get("spacy-sciner.candidate_suggester.v1")()
     out = suggester(docs)
     assert out.dataXd.dtype == numpy.int32 and out.lengths.dtype == numpy.int32
-    assert out.dataXd.tolist() == [[1, 4], [5, 6]] and out.lengths.tolist() == [2, 0, 0]
+    assert out.dataXd.tolist() == [[1, 4], [1, 7], [5, 6]] and out.lengths.tolist() == [3, 0, 0]
     with_ngrams = registry.misc.get("spacy-sciner.candidate_suggester.v1")(sizes=[1, 2])(docs)
     ngram = registry.misc.get("spacy.ngram_suggester.v1")(sizes=[1, 2])(docs)
     assert with_ngrams.dataXd.dtype == ngram.dataXd.dtype and with_ngrams.dataXd.shape[1] == 2
-    # Candidates not already among the n-grams are added: the 3-token span [1, 4).
-    assert with_ngrams.lengths.tolist() == [ngram.lengths[0] + 1, 5, 0]
+    # Candidates not already among the n-grams are added: [1, 4) and [1, 7), not [5, 6).
+    assert with_ngrams.lengths.tolist() == [ngram.lengths[0] + 2, 5, 0]
     assert {tuple(r) for r in ngram.dataXd.tolist()} < {tuple(r) for r in with_ngrams.dataXd.tolist()}
     empty = suggester([nlp.make_doc("")])
     assert empty.dataXd.shape == (0, 0) and empty.lengths.tolist() == [0]

@@ -44,7 +44,7 @@ def test_mine_each_source_on_known_sentences(tmp_path):
     assert rows["SVM"].sources == "pattern" and rows["SVM"].freq == 4
     assert "phrase" in rows["gene expression"].sources and rows["gene expression"].freq == 12
     assert rows["gene expression"].quality is not None
-    assert report["lines"] == 12 and report["by_source"]["pattern"] == 2
+    assert report["lines"] == 12 and report["by_source"]["pattern"] == 3
     assert [r.freq for r in table.sorted()] == sorted((r.freq for r in table.sorted()), reverse=True)
     top = table.top_percent(50)
     assert len(top) == -(-len(table) // 2) and min(r.freq for r in top.rows.values()) >= max(
