@@ -22,6 +22,7 @@ def pft_cli(
     max_length: int = typer.Option(128, "--max-length", help="Window in word pieces; longer sentences are split at word boundaries"),
     eval_every: int = typer.Option(200, "--eval-every", help="Held-out loss every N steps"),
     save_every: int = typer.Option(200, "--save-every", help="Atomic checkpoint every N steps"),
+    log_every: int = typer.Option(10, "--log-every", help="Log mean losses and tokens/s every N steps"),
     seed: int = typer.Option(0, "--seed", help="Seed of data order, masking and dropout"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="CUDA device (mixed precision); -1 = CPU"),
     threads: int = typer.Option(0, "--threads", help="torch CPU threads (0 = torch default)"),
@@ -37,7 +38,7 @@ def pft_cli(
         corpus=str(corpus), output=str(output_dir), encoder=encoder, objective=objective,
         max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum, lr=lr,
         warmup_ratio=warmup_ratio, mask_ratio=mask_ratio, max_length=max_length,
-        eval_every=eval_every, save_every=save_every, seed=seed, gpu_id=gpu_id,
+        eval_every=eval_every, save_every=save_every, log_every=log_every, seed=seed, gpu_id=gpu_id,
         threads=threads, limit=limit, resume=resume,
     )
     try:

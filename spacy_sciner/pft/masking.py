@@ -201,6 +201,26 @@ def bert_corrupt(
     return out
 
 
+@dataclass(frozen=True)
+class MaskVocab:
+    """The token ids masking needs, read from the tokenizer once (``len(tokenizer)`` of a
+    fast tokenizer costs ~20 ms per call, more than masking a whole batch).
+
+    pad_id, mask_id (int): Padding and [MASK] ids.
+    size (int): Number of ids (random replacements are drawn below it).
+    special_ids (Tuple[int, ...]): Never used as random replacements.
+    """
+
+    pad_id: int
+    mask_id: int
+    size: int
+    special_ids: Tuple[int, ...]
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer) -> "MaskVocab":
+        return cls(tokenizer.pad_token_id, tokenizer.mask_token_id, len(tokenizer), tuple(tokenizer.all_special_ids))
+
+
 @dataclass
 class MaskedBatch:
     """A padded, corrupted batch and its prediction targets.
@@ -231,7 +251,7 @@ def mask_batch(
     examples: Sequence[Example],
     objectives: FrozenSet[str],
     rng: np.random.Generator,
-    tokenizer,
+    vocab: MaskVocab,
     mask_ratio: float = 0.15,
 ) -> MaskedBatch:
     """Pad a batch of examples and apply the objectives' masking.
@@ -239,12 +259,12 @@ def mask_batch(
     examples (Sequence[Example]): The batch.
     objectives (FrozenSet[str]): From ``parse_objective``.
     rng (np.random.Generator): Random source (seeded per batch by the trainer).
-    tokenizer: The encoder's tokenizer (mask/pad/special ids, vocabulary size).
+    vocab (MaskVocab): Pad, mask and special ids and the vocabulary size.
     mask_ratio (float): Prediction budget per sequence.
     RETURNS (MaskedBatch): Tensors on the CPU.
     """
     width = max(len(ex.input_ids) for ex in examples)
-    ids = np.full((len(examples), width), tokenizer.pad_token_id, dtype=np.int64)
+    ids = np.full((len(examples), width), vocab.pad_id, dtype=np.int64)
     attention = np.zeros((len(examples), width), dtype=np.int64)
     flat, labels, kinds = [], [], []
     left, right, offset, sbo_labels = [], [], [], []
@@ -270,7 +290,7 @@ def mask_batch(
             per_objective["mlm_cand"], per_objective["ecb"] = cand, ecb
         chosen = [i for name in TOKEN_OBJECTIVES for i in per_objective.get(name, [])]
         ids[b, : len(ex.input_ids)] = bert_corrupt(
-            ex.input_ids, chosen, rng, tokenizer.mask_token_id, len(tokenizer), tokenizer.all_special_ids
+            ex.input_ids, chosen, rng, vocab.mask_id, vocab.size, vocab.special_ids
         )
         attention[b, : len(ex.input_ids)] = 1
         for name in TOKEN_OBJECTIVES:

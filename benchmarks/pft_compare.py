@@ -1,0 +1,249 @@
+"""Does PFT with entity-candidate masking help the span categorizer? (Tri-Train's question)
+
+For each data set, the span categorizer (configs/sciner_spancat.cfg) is trained from:
+``none`` (the original encoder), PFT ``mlm_random``, PFT ``mlm_span+sbo`` and PFT
+``mlm_cand+ecb``, each over several seeds; all PFT variants train on the same corpus (the
+miner's ``build-corpus`` selection of auxiliary in-domain sentences: CS text for SciERC,
+biomedical text for BioNLP13CG) with the same steps and prediction budget. Each pipeline is
+calibrated on dev (``sciner calibrate``) and evaluated on test; the table reports mean ± std
+of exact-span P/R/F over seeds.
+
+Stages per (data set, variant, seed), each skipped when its output already exists, so an
+interrupted comparison continues where it stopped (a killed PFT run resumes from its last
+checkpoint; a killed ``spacy train`` restarts that one run):
+
+    convert -> [slice] -> build-corpus -> pft -> spacy train -> calibrate -> spacy evaluate
+
+Full comparison (hours on 2 cores; see README for the measured per-stage costs):
+    python benchmarks/pft_compare.py --datasets scierc bionlp13cg --seeds 0 1 2
+Smoke run (minutes; tiny encoder and slices, proves the workflow, numbers meaningless):
+    python -c "from spacy_sciner.testing import make_tiny_bert; make_tiny_bert('benchmarks/work/tiny-bert')"
+    python benchmarks/pft_compare.py --smoke --encoder benchmarks/work/tiny-bert
+"""
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+VARIANTS = ("none", "mlm_random", "mlm_span+sbo", "mlm_cand+ecb")
+# Data set -> (name for scripts/convert_dataset.py, auxiliary text folders in shared/data/aux).
+DATASETS = {
+    "scierc": ("scierc", ("CSAbstruct-text", "ACL-ARC-citations-text", "SciCite-text")),
+    "bionlp13cg": ("bionlp13cg", ("AnatEM-text", "BC2GM-text", "CRAFT-text", "JNLPBA-text", "linnaeus-text", "Ex-PTM-text")),
+}
+
+
+def run(cmd: List[str], log: Path) -> None:
+    """Run one stage, its output in ``log``; a failure names the stage and shows the tail."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"$ {' '.join(cmd)}", file=sys.stderr)
+    with open(log, "w") as file_:
+        done = subprocess.run(cmd, cwd=ROOT, stdout=file_, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        tail = log.read_text()[-3000:]
+        raise SystemExit(f"stage failed (exit {done.returncode}): {' '.join(cmd)}\nlog {log}:\n{tail}")
+
+
+def slice_docbin(source: Path, target: Path, limit: int) -> None:
+    """Keep the first ``limit`` docs (smoke runs); 0 keeps all."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    docs = list(DocBin().from_disk(source).get_docs(spacy.blank("en").vocab))
+    DocBin(docs=docs[:limit] if limit else docs, store_user_data=True).to_disk(target)
+
+
+def prepare_dataset(name: str, args, work: Path) -> Dict[str, Path]:
+    """Convert the labeled set, slice it when asked, and build the PFT corpus from aux text."""
+    convert_name, aux_dirs = DATASETS[name]
+    full, data = work / "corpus-full", work / "corpus"
+    if not (full / "test.spacy").exists():
+        run([sys.executable, "scripts/convert_dataset.py", convert_name, str(args.data_dir), str(full)],
+            work / "logs" / "convert.log")
+    data.mkdir(parents=True, exist_ok=True)
+    limits = {"train": args.limit_train, "dev": args.limit_eval, "test": args.limit_eval}
+    for split, limit in limits.items():
+        if not (data / f"{split}.spacy").exists():
+            slice_docbin(full / f"{split}.spacy", data / f"{split}.spacy", limit)
+    aux = [Path(args.data_dir) / "aux" / d / "text.txt" for d in aux_dirs]
+    if args.aux_lines:  # smoke runs: the first lines of each aux file
+        subset = work / "aux-subset.txt"
+        if not subset.exists():
+            with open(subset, "w", encoding="utf8") as out:
+                for path in aux:
+                    with open(path, encoding="utf8") as file_:
+                        out.writelines(line for _, line in zip(range(args.aux_lines), file_))
+        aux = [subset]
+    pft_corpus = work / "pft-corpus.spacy"
+    if not pft_corpus.exists():
+        run([sys.executable, "-m", "spacy_sciner", "build-corpus", *map(str, aux), "--output", str(pft_corpus),
+             "--train", str(data / "train.spacy"), "--n", str(args.pft_sentences), "--no-progress"],
+            work / "logs" / "build-corpus.log")
+    return {"train": data / "train.spacy", "dev": data / "dev.spacy", "test": data / "test.spacy", "pft": pft_corpus}
+
+
+def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args, work: Path) -> Dict:
+    """PFT (unless ``none``), train, calibrate and evaluate one (variant, seed); return its record."""
+    run_dir = work / "runs" / variant.replace("+", "_") / f"seed{seed}"
+    logs = run_dir / "logs"
+    record: Dict = {"dataset": name, "variant": variant, "seed": seed}
+    encoder = args.encoder
+    if variant != "none":
+        pft_dir = run_dir / "pft"
+        pft_log = pft_dir / "pft_log.json"
+        finished = pft_log.exists() and json.loads(pft_log.read_text()).get("finished")
+        if not (finished and (pft_dir / "config.json").exists()):
+            cmd = [sys.executable, "-m", "spacy_sciner", "pft", str(paths["pft"]), str(pft_dir),
+                   "--encoder", args.encoder, "--objective", variant, "--max-steps", str(args.pft_steps),
+                   "--batch-size", str(args.pft_batch_size), "--lr", str(args.pft_lr), "--seed", str(seed),
+                   "--save-every", str(args.pft_save_every), "--eval-every", str(args.pft_save_every),
+                   "--gpu-id", str(args.gpu_id), "--threads", str(args.threads)]
+            run(cmd + (["--resume"] if (pft_dir / "checkpoints").exists() else []), logs / "pft.log")
+        log = json.loads(pft_log.read_text())
+        record["pft"] = {"steps": log["steps"], "wall_s": log["wall_s"], "tokens_per_s": log["tokens_per_s"],
+                         "eval_loss_first": log["eval"][0]["loss"] if log["eval"] else None,
+                         "eval_loss_last": log["eval"][-1]["loss"] if log["eval"] else None,
+                         "corpus": log["corpus"]}
+        encoder = str(pft_dir.resolve())
+    train_dir = run_dir / "train"
+    if not (train_dir / "model-best" / "meta.json").exists():
+        shutil.rmtree(train_dir, ignore_errors=True)  # spacy train cannot resume: restart this run
+        start = time.time()
+        run([sys.executable, "-m", "spacy", "train", str(args.config), "--output", str(train_dir),
+             "--paths.train", str(paths["train"]), "--paths.dev", str(paths["dev"]),
+             "--components.transformer.model.name", encoder, "--system.seed", str(seed),
+             "--training.max_epochs", str(args.train_epochs), "--training.max_steps", str(args.train_max_steps),
+             "--training.eval_frequency", str(args.train_eval_frequency), "--gpu-id", str(args.gpu_id)],
+            logs / "train.log")
+        (run_dir / "train_wall_s.txt").write_text(f"{time.time() - start:.1f}")
+    model = train_dir / "model-best"
+    if args.calibrate:
+        calibrated = run_dir / "model-calibrated"
+        if not (calibrated / "meta.json").exists():
+            run([sys.executable, "-m", "spacy_sciner", "calibrate", str(model), str(paths["dev"]), str(calibrated),
+                 "--gpu-id", str(args.gpu_id)], logs / "calibrate.log")
+        model = calibrated
+    metrics = run_dir / "metrics.json"
+    if not metrics.exists():
+        run([sys.executable, "-m", "spacy", "evaluate", str(model), str(paths["test"]), "--output", str(metrics),
+             "--gpu-id", str(args.gpu_id)], logs / "evaluate.log")
+    scores = json.loads(metrics.read_text())
+    key = args.score_key
+    record.update({m: scores[f"{key}_{m}"] for m in ("p", "r", "f")})
+    wall = run_dir / "train_wall_s.txt"
+    record["train_wall_s"] = float(wall.read_text()) if wall.exists() else None
+    return record
+
+
+def summarize(records: List[Dict]) -> List[Dict]:
+    """Mean and (sample) std of P/R/F per data set and variant."""
+    rows = []
+    for name in dict.fromkeys(r["dataset"] for r in records):
+        for variant in dict.fromkeys(r["variant"] for r in records if r["dataset"] == name):
+            group = [r for r in records if r["dataset"] == name and r["variant"] == variant]
+            row = {"dataset": name, "variant": variant, "seeds": [r["seed"] for r in group]}
+            for m in ("p", "r", "f"):
+                values = [100 * r[m] for r in group]
+                row[m] = statistics.mean(values)
+                row[f"{m}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+            rows.append(row)
+    return rows
+
+
+def write_results(records: List[Dict], rows: List[Dict], args, out: Path) -> None:
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    (out.with_suffix(".json")).write_text(json.dumps({"settings": settings, "runs": records, "summary": rows}, indent=2))
+    md = [f"# PFT comparison ({'SMOKE: tiny slices, numbers meaningless' if args.smoke else 'full'})", "",
+          f"Encoder `{args.encoder}`; PFT {args.pft_steps} steps x batch {args.pft_batch_size} on "
+          f"{args.pft_sentences} selected aux sentences; span categorizer {args.train_epochs} epochs"
+          f"{f' / max {args.train_max_steps} steps' if args.train_max_steps else ''}; seeds {args.seeds}; "
+          f"{'calibrated on dev; ' if args.calibrate else ''}exact-span scores on test (`{args.score_key}`).", "",
+          "| data set | variant | seeds | P | R | F |", "|---|---|---|---:|---:|---:|"]
+    for r in rows:
+        md.append(f"| {r['dataset']} | {r['variant']} | {len(r['seeds'])} | {r['p']:.2f} ± {r['p_std']:.2f} | "
+                  f"{r['r']:.2f} ± {r['r_std']:.2f} | {r['f']:.2f} ± {r['f_std']:.2f} |")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        md += ["", "No PNG chart: matplotlib is not installed (`pip install matplotlib` and rerun; "
+               "finished runs are skipped, so only the table and chart are redone)."]
+    else:
+        names = list(dict.fromkeys(r["dataset"] for r in rows))
+        fig, ax = plt.subplots(figsize=(2 + 3 * len(names), 4))
+        width = 0.8 / len(VARIANTS)
+        for i, variant in enumerate(VARIANTS):
+            vals = [next((r for r in rows if r["dataset"] == n and r["variant"] == variant), None) for n in names]
+            ax.bar([j + i * width for j in range(len(names))], [v["f"] if v else 0 for v in vals], width,
+                   yerr=[v["f_std"] if v else 0 for v in vals], label=variant, capsize=3)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(names))], names)
+        ax.set_ylabel("test F1 (exact spans)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out.with_suffix(".png"), dpi=120)
+        md += ["", f"![F1 by variant]({out.with_suffix('.png').name})"]
+    out.with_suffix(".md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["scierc", "bionlp13cg"], choices=sorted(DATASETS))
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--encoder", default="sciner-minilm")
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "sciner_spancat.cfg")
+    parser.add_argument("--data-dir", type=Path, default=DATA)
+    parser.add_argument("--work", type=Path, default=ROOT / "benchmarks" / "work" / "pft_compare")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "pft_compare")
+    parser.add_argument("--pft-sentences", type=int, default=5000, help="aux sentences selected by build-corpus")
+    parser.add_argument("--pft-steps", type=int, default=600)
+    parser.add_argument("--pft-batch-size", type=int, default=16)
+    parser.add_argument("--pft-lr", type=float, default=5e-5)
+    parser.add_argument("--pft-save-every", type=int, default=100)
+    parser.add_argument("--train-epochs", type=int, default=10)
+    parser.add_argument("--train-max-steps", type=int, default=0)
+    parser.add_argument("--train-eval-frequency", type=int, default=200)
+    parser.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--score-key", default="spans_sc", help="prefix of _p/_r/_f in spacy evaluate output")
+    parser.add_argument("--limit-train", type=int, default=0, help="first N train docs (0 = all)")
+    parser.add_argument("--limit-eval", type=int, default=0, help="first N dev/test docs (0 = all)")
+    parser.add_argument("--aux-lines", type=int, default=0, help="first N lines of each aux file (0 = all)")
+    parser.add_argument("--gpu-id", type=int, default=-1)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="tiny slices and steps; results go to *_smoke.*")
+    args = parser.parse_args()
+    if args.smoke:
+        args.datasets, args.seeds = args.datasets[:1], args.seeds[:1]
+        args.limit_train, args.limit_eval, args.aux_lines = 60, 30, 200
+        args.pft_sentences, args.pft_steps, args.pft_batch_size, args.pft_save_every = 200, 6, 8, 3
+        args.train_epochs, args.train_max_steps, args.train_eval_frequency = 1, 10, 5
+        args.work = args.work.with_name(args.work.name + "_smoke")
+        args.out = args.out.with_name(args.out.name + "_smoke")
+    if not args.config.exists():
+        raise SystemExit(f"span categorizer config not found: {args.config}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    records = []
+    for name in args.datasets:
+        work = args.work / name
+        paths = prepare_dataset(name, args, work)
+        for seed in args.seeds:
+            for variant in args.variants:
+                record = run_variant(name, variant, seed, paths, args, work)
+                records.append(record)
+                print(f"{name} {variant} seed {seed}: P {record['p']:.4f} R {record['r']:.4f} F {record['f']:.4f}",
+                      file=sys.stderr)
+    write_results(records, summarize(records), args, args.out)
+
+
+if __name__ == "__main__":
+    main()
