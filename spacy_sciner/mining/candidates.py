@@ -6,6 +6,7 @@ corpus frequency and phrase-quality score, sorted by frequency (most frequent fi
 File format: UTF-8 TSV with the header ``text  sources  freq  quality``; ``quality`` is
 empty when the candidate was not frequent enough to be scored.
 """
+import bisect
 import math
 import os
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .acronyms import find_acronym_candidates
 from .dictionary import Match, TermDictionary, is_acronym, resolve_overlaps
+from .text import sentence_starts, tokenize
 
 SOURCES = ("dict", "pattern", "phrase")
 HEADER = ("text", "sources", "freq", "quality")
@@ -126,6 +128,7 @@ def annotate(
     dictionary: Optional[TermDictionary],
     acronyms: bool = True,
     overlap: str = "longest",
+    dict_matches: Optional[Sequence[Sequence[Match]]] = None,
 ) -> List[List[Match]]:
     """Candidate spans of a document from the dictionary and the acronym patterns.
 
@@ -134,13 +137,16 @@ def annotate(
     acronyms (bool): Add acronym definitions and their uses in the document ("pattern").
     overlap (str): "longest" or "all" (see ``resolve_overlaps``), applied after the
         sources of the same span are merged.
+    dict_matches (Optional[Sequence[Sequence[Match]]]): Dictionary matches per sentence,
+        already computed (the miner's fast path); replaces the dictionary lookup.
     RETURNS (List[List[Match]]): Per sentence, (start, end, "source|source") spans.
     """
     per_sentence: List[Dict[Tuple[int, int], List[str]]] = [{} for _ in sentences]
-    if dictionary is not None and len(dictionary):
-        for s, words in enumerate(sentences):
-            for start, end, sources in dictionary.match(words, overlap="all"):
-                per_sentence[s].setdefault((start, end), []).append(sources)
+    if dict_matches is None and dictionary is not None and len(dictionary):
+        dict_matches = [dictionary.match(words, overlap="all") for words in sentences]
+    for s, matches in enumerate(dict_matches or []):
+        for start, end, sources in matches:
+            per_sentence[s].setdefault((start, end), []).append(sources)
     if acronyms:
         for s, start, end in find_acronym_candidates(sentences)[0]:
             per_sentence[s].setdefault((start, end), []).append("pattern")
@@ -149,3 +155,43 @@ def annotate(
         matches = [(s, e, join_sources(tags)) for (s, e), tags in spans.items()]
         result.append(resolve_overlaps(matches, overlap))
     return result
+
+
+def tokenize_document(
+    lines: Sequence[str],
+    tokenizer: str = "regex",
+    split: bool = True,
+    dictionary: Optional[TermDictionary] = None,
+) -> Tuple[List[List[str]], List[List[Match]], List[int]]:
+    """Tokenize the lines of a document into sentences and match the dictionary.
+
+    The dictionary runs once per line on all its tokens; its matches are then assigned to
+    sentences. A match across a sentence split (rare: "e.g. X") is not a candidate.
+
+    lines (Sequence[str]): The document's lines.
+    tokenizer (str): "regex" or "whitespace".
+    split (bool): Split lines into sentences (``text.sentence_starts``).
+    dictionary (Optional[TermDictionary]): Terms to match.
+    RETURNS (Tuple): sentences (token lists), dictionary matches per sentence (sentence
+        token offsets), and the index of the line of each sentence.
+    """
+    sentences: List[List[str]] = []
+    matches: List[List[Match]] = []
+    line_of: List[int] = []
+    use_dict = dictionary is not None and len(dictionary) > 0
+    for k, line in enumerate(lines):
+        words = tokenize(line, tokenizer)
+        if not words:
+            continue
+        starts = sentence_starts(words) if split else [0]
+        ends = starts[1:] + [len(words)]
+        per_sentence: List[List[Match]] = [[] for _ in starts]
+        for start, end, sources in dictionary.match(words) if use_dict else ():
+            i = bisect.bisect_right(starts, start) - 1
+            if end <= ends[i]:
+                per_sentence[i].append((start - starts[i], end - starts[i], sources))
+        for i, (a, b) in enumerate(zip(starts, ends)):
+            sentences.append(words[a:b])
+            matches.append(per_sentence[i])
+            line_of.append(k)
+    return sentences, matches, line_of

@@ -151,6 +151,8 @@ def build_corpus_cli(
     min_tokens: int = typer.Option(3, "--min-tokens"),
     max_tokens: int = typer.Option(200, "--max-tokens"),
     seed: int = typer.Option(0, "--seed"),
+    n_process: int = typer.Option(1, "--n-process", help="Worker processes"),
+    batch_lines: int = typer.Option(1000, "--batch-lines", help="Lines per worker batch"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Select N sentences (top/bottom/random by candidates) as a pre-fine-tuning corpus."""
@@ -175,7 +177,8 @@ def build_corpus_cli(
             paths, dictionary, n=n, mode=mode, relevance=relevance,
             relevance_weight=relevance_weight, tokenizer=tokenizer, doc_boundary=doc_boundary,
             acronyms="pattern" in wanted, overlap=overlap, min_tokens=min_tokens,
-            max_tokens=max_tokens, seed=seed, progress=progress)
+            max_tokens=max_tokens, seed=seed, n_process=n_process, batch_lines=batch_lines,
+            progress=progress)
     except ValueError as err:
         _fail(str(err))
     output.parent.mkdir(parents=True, exist_ok=True)

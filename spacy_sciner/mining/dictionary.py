@@ -3,16 +3,17 @@
 One Aho-Corasick automaton holds every term in lower case; a term that must match with its
 case (policy "exact", or an acronym under policy "smart") is checked against the original
 text after the automaton found it. That keeps one pass over the text whatever the policy.
-Terms and text are compared in the fine "scan" form of ``text.segment`` and a match counts
+Terms and text are compared in the fine "scan" form of ``text.mark_line`` and a match counts
 only when it starts and ends on token boundaries of the text.
 """
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import ahocorasick
 
-from .text import normalize_term, safe_lower, segment
+from .text import GLUE, mark_line, mark_words, normalize_term, safe_lower
 
 CASE_POLICIES = ("exact", "lowercase", "smart")
 OVERLAP_POLICIES = ("longest", "all")
@@ -161,7 +162,9 @@ class TermDictionary:
         if self._automaton is None:
             automaton = ahocorasick.Automaton()
             for key, forms in self._terms.items():
-                automaton.add_word(key, (len(key), tuple(
+                # Padding with spaces makes every hit start and end on a fine-token
+                # boundary of the (equally padded) scan string: no hits inside words.
+                automaton.add_word(f" {key} ", (len(key) + 2, tuple(
                     (form, "|".join(sorted(srcs))) for form, srcs in forms.items()
                 )))
             automaton.make_automaton()
@@ -169,37 +172,58 @@ class TermDictionary:
         return self._automaton
 
     def match(self, words: Sequence[str], overlap: str = "all") -> List[Match]:
-        """Find the terms in a token sequence.
+        """Find the terms in a token sequence (e.g. the tokens of a spaCy Doc).
 
         words (Sequence[str]): The coarse tokens of a sentence or document.
         overlap (str): "all" keeps overlapping matches, "longest" resolves them.
         RETURNS (List[Match]): (start, end, sources) token spans, sorted.
         """
-        if not self._terms:
+        if not self._size:
             return []
-        scan, starts, ends = segment(words)
-        return self.match_segmented(scan, starts, ends, overlap)
-
-    def match_segmented(
-        self, scan: str, starts: Dict[int, int], ends: Dict[int, int], overlap: str = "all"
-    ) -> List[Match]:
-        """``match`` on a precomputed ``segment`` result (saves work when reused)."""
-        if not self._terms or not scan:
-            return []
-        found: Dict[Tuple[int, int], set] = {}
-        for end_char, (length, forms) in self.automaton.iter(safe_lower(scan)):
-            start_char = end_char - length + 1
-            start = starts.get(start_char)
-            if start is None:
-                continue
-            end = ends.get(end_char + 1)
-            if end is None:
-                continue
-            for form, sources in forms:
-                if form is None or scan[start_char:end_char + 1] == form:
-                    found.setdefault((start, end), set()).update(sources.split("|"))
-        matches = [(s, e, "|".join(sorted(srcs))) for (s, e), srcs in found.items()]
+        marked, index = mark_words(words)
+        matches = self.match_marked(marked)
+        if index is not None:  # tokens without a fine piece (whitespace) were left out
+            matches = [(index[s], index[e - 1] + 1, src) for s, e, src in matches]
         return resolve_overlaps(matches, overlap)
+
+    def match_text(self, text: str, tokenizer: str = "regex", overlap: str = "all") -> List[Match]:
+        """Find the terms in a raw line; token indices refer to ``tokenize(text, tokenizer)``.
+
+        The fast path of the miner: no per-token Python work, two regex passes and one
+        automaton pass over the line.
+        """
+        if not self._size:
+            return []
+        return resolve_overlaps(self.match_marked(mark_line(text, tokenizer)), overlap)
+
+    def match_marked(self, marked: str) -> List[Match]:
+        """Matches in a marked string (see ``text.mark_line``), token-aligned, unsorted."""
+        if not marked:
+            return []
+        scan = marked.replace(GLUE, " ")
+        padded = f" {safe_lower(scan)} "
+        last = len(padded) - 1
+        space_at = None
+        found: Dict[Tuple[int, int], set] = {}
+        for p1, (length, forms) in self.automaton.iter(padded):
+            p0 = p1 - length + 1
+            # padded[i] is marked[i - 1]; both padding spaces must be coarse boundaries.
+            if (p0 and marked[p0 - 1] != " ") or (p1 != last and marked[p1 - 1] != " "):
+                continue
+            text = scan[p0:p1 - 1]
+            sources = {src for form, srcs in forms if form is None or form == text
+                       for src in srcs.split("|")}
+            if not sources:
+                continue
+            if len(marked) < 4096:
+                start = marked.count(" ", 0, p0)
+            else:  # long lines: bisect over the boundary positions, computed once
+                if space_at is None:
+                    space_at = [m.start() for m in re.finditer(" ", marked)]
+                start = bisect.bisect_left(space_at, p0)
+            end = start + marked.count(" ", p0, p1 - 1) + 1
+            found.setdefault((start, end), set()).update(sources)
+        return [(s, e, "|".join(sorted(srcs))) for (s, e), srcs in found.items()]
 
     def to_list(self) -> List[Tuple[str, str, bool]]:
         """Serializable content: (term, sources, case_sensitive) rows."""

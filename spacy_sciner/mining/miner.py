@@ -1,24 +1,23 @@
 """Streaming candidate mining over text files, optionally on several processes.
 
-One pass over the corpus: the main process reads and cleans lines (``text.read_documents``)
-and hands batches of documents to workers, which tokenize, match the dictionary, find
-acronym definitions and count n-grams; the main process merges the batch counts (with the
-n-gram table capped, see ``phrases.NgramStats``) and at the end trains the phrase-quality
-model and writes the candidate table. Nothing but counts is kept, so memory does not grow
-with the number of lines; at most ``2 * n_process`` batches are in flight.
+One pass over the corpus, in batches of documents: read and clean lines
+(``text.read_documents``), tokenize, match the dictionary, find acronym definitions and
+count n-grams; batch counts are merged into running totals (the n-gram table capped, see
+``phrases.NgramStats``); at the end the phrase-quality model is trained and the candidate
+table built. Nothing but counts is kept, so memory does not grow with the number of lines.
+With ``n_process`` > 1 the batches are shared among forked workers (``parallel``).
 """
-import multiprocessing
 import time
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from tqdm import tqdm
 
-from .candidates import SOURCES, CandidateTable, annotate, candidate_key
+from .candidates import SOURCES, CandidateTable, annotate, candidate_key, tokenize_document
 from .dictionary import TermDictionary
 from .phrases import NgramStats, score_phrases
-from .text import ReadStats, read_documents, split_sentences, tokenize
+from .parallel import run_partitioned
 
 
 @dataclass
@@ -44,18 +43,10 @@ class MinerConfig:
             raise ValueError(f"Unknown or no sources {sorted(unknown)}: choose from {SOURCES}")
 
 
-def document_sentences(lines: Sequence[str], tokenizer: str, split: bool) -> List[List[str]]:
-    """Tokenize the lines of one document into sentences."""
-    sentences = []
-    for line in lines:
-        words = tokenize(line, tokenizer)
-        if words:
-            sentences.extend(split_sentences(words) if split else [words])
-    return sentences
-
-
 @dataclass
 class BatchResult:
+    """Counts of some documents; ``merge`` adds another result (in a worker or the main)."""
+
     lines: int = 0
     chars: int = 0
     tokens: int = 0
@@ -63,20 +54,37 @@ class BatchResult:
     candidates: Counter = field(default_factory=Counter)  # (key, sources) -> count
     ngrams: Optional[NgramStats] = None
 
+    def merge(self, other: "BatchResult") -> None:
+        self.lines += other.lines
+        self.chars += other.chars
+        self.tokens += other.tokens
+        self.occurrences += other.occurrences
+        self.candidates.update(other.candidates)
+        if other.ngrams is not None:
+            if self.ngrams is None:
+                self.ngrams = other.ngrams
+            else:
+                self.ngrams.merge(other.ngrams)
+
 
 def process_batch(
-    docs: Sequence[Sequence[str]], dictionary: Optional[TermDictionary], cfg: MinerConfig
+    docs: Sequence[Sequence[Tuple[str, int, str]]],
+    dictionary: Optional[TermDictionary],
+    cfg: MinerConfig,
 ) -> BatchResult:
-    """Mine one batch of documents (each a list of lines)."""
+    """Mine one batch of documents (each a list of (path, line number, text) lines)."""
     result = BatchResult()
     use_phrases = "phrase" in cfg.sources
     if use_phrases:
         result.ngrams = NgramStats(cfg.max_n, max_entries=10 ** 12)
-    for lines in docs:
+    for doc in docs:
+        lines = [text for _, _, text in doc]
         result.lines += len(lines)
         result.chars += sum(len(line) for line in lines)
-        sentences = document_sentences(lines, cfg.tokenizer, cfg.split_sentences)
-        spans = annotate(sentences, dictionary, acronyms="pattern" in cfg.sources, overlap="all")
+        sentences, dict_matches, _ = tokenize_document(
+            lines, cfg.tokenizer, cfg.split_sentences, dictionary)
+        spans = annotate(sentences, None, acronyms="pattern" in cfg.sources, overlap="all",
+                         dict_matches=dict_matches)
         for words, matches in zip(sentences, spans):
             result.tokens += len(words)
             result.occurrences += len(matches)
@@ -85,51 +93,6 @@ def process_batch(
             if use_phrases:
                 result.ngrams.add_sentence(words)
     return result
-
-
-_WORKER: Dict[str, object] = {}
-
-
-def _init_worker(dictionary: Optional[TermDictionary], cfg: MinerConfig) -> None:
-    _WORKER["dictionary"] = dictionary
-    _WORKER["cfg"] = cfg
-
-
-def _work(docs):
-    return process_batch(docs, _WORKER["dictionary"], _WORKER["cfg"])
-
-
-def batched(docs: Iterable, batch_lines: int) -> Iterator[List[List[str]]]:
-    """Group documents (lists of (path, line, text)) into batches of about batch_lines."""
-    batch, n_lines = [], 0
-    for doc in docs:
-        batch.append([text for _, _, text in doc])
-        n_lines += len(doc)
-        if n_lines >= batch_lines:
-            yield batch
-            batch, n_lines = [], 0
-    if batch:
-        yield batch
-
-
-def run_batches(
-    batches: Iterator, dictionary: Optional[TermDictionary], cfg: MinerConfig, n_process: int
-) -> Iterator[BatchResult]:
-    """Process batches in order, in this process or a bounded pool of workers."""
-    if n_process <= 1:
-        for batch in batches:
-            yield process_batch(batch, dictionary, cfg)
-        return
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(n_process, initializer=_init_worker, initargs=(dictionary, cfg)) as pool:
-        pending: deque = deque()
-        for batch in batches:
-            pending.append(pool.apply_async(_work, (batch,)))
-            # Bounded look-ahead keeps memory flat (Pool.imap would read the whole input).
-            if len(pending) >= 2 * n_process:
-                yield pending.popleft().get()
-        while pending:
-            yield pending.popleft().get()
 
 
 def mine(
@@ -153,22 +116,16 @@ def mine(
     cfg = cfg or MinerConfig()
     if "dict" not in cfg.sources:
         dictionary = None
-    read_stats = ReadStats()
-    docs = read_documents(paths, cfg.doc_boundary, read_stats)
-    totals = Counter()
-    candidates: Counter = Counter()
-    ngrams = NgramStats(cfg.max_n, cfg.max_ngrams)
     start_time = time.perf_counter()
     bar = tqdm(unit=" lines", unit_scale=True, disable=not progress, desc="mining")
-    for result in run_batches(batched(docs, batch_lines), dictionary, cfg, n_process):
-        totals.update(lines=result.lines, chars=result.chars, tokens=result.tokens,
-                      occurrences=result.occurrences)
-        candidates.update(result.candidates)
-        if result.ngrams is not None:
-            ngrams.merge(result.ngrams)
-        bar.update(result.lines)
-        bar.set_postfix(candidates=totals["occurrences"], refresh=False)
+    total, read_stats = run_partitioned(
+        list(paths), cfg.doc_boundary, batch_lines, n_process=n_process, bar=bar,
+        work=lambda batch, _: process_batch(batch, dictionary, cfg),
+        empty=lambda: BatchResult(ngrams=NgramStats(cfg.max_n, cfg.max_ngrams)))
     bar.close()
+    candidates, ngrams = total.candidates, total.ngrams
+    totals = {"lines": total.lines, "chars": total.chars, "tokens": total.tokens,
+              "occurrences": total.occurrences}
     scan_seconds = time.perf_counter() - start_time
     table = CandidateTable()
     for (key, sources), count in candidates.items():

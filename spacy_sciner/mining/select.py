@@ -10,7 +10,8 @@ with relevance the share of its candidates that are training entities ("entity")
 cosine similarity of its TF-IDF vector to the centroid of the training sentences ("tfidf").
 "top" keeps the N highest scores, "bottom" the N lowest and "random" N uniformly drawn
 sentences (the Tri-Train Table 4 variants). Selection streams: a heap of N entries is all
-that is kept, so memory depends on N, not on the corpus size.
+that is kept, so memory depends on N, not on the corpus size; with ``n_process`` > 1 each
+worker keeps its own top N and the heaps are merged (same selection, see ``parallel``).
 
 Output: a DocBin (``.spacy``) whose docs carry ``doc.spans["candidates"]`` labelled with
 their source tags, or JSONL lines ``{"text", "tokens", "candidates": [[start, end, src]]}``.
@@ -27,10 +28,10 @@ from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
 from tqdm import tqdm
 
-from .candidates import annotate
+from .candidates import annotate, tokenize_document
 from .dictionary import TermDictionary
+from .parallel import run_partitioned
 from .phrases import STOP_WORDS
-from .text import ReadStats, read_documents, split_sentences, tokenize
 
 MODES = ("top", "bottom", "random")
 WEIGHTS = ("none", "entity", "tfidf")
@@ -90,6 +91,60 @@ class Relevance:
         return 0.0
 
 
+class Selection:
+    """The N entries with the largest keys seen so far (a min-heap), plus counts.
+
+    Entries are (key, tie breaker, (batch, position), words, spans, origin); keys and tie
+    breakers are deterministic per batch, so merging the selections of several workers
+    gives the same result as one process.
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self.heap: List[tuple] = []
+        self.counts: Counter = Counter()
+        self.lines = 0
+        self.occurrences = 0
+
+    def push(self, entry: tuple) -> None:
+        if len(self.heap) < self.n:
+            heapq.heappush(self.heap, entry)
+        elif entry[:3] > self.heap[0][:3]:
+            heapq.heapreplace(self.heap, entry)
+
+    def merge(self, other: "Selection") -> None:
+        for entry in other.heap:
+            self.push(entry)
+        self.counts.update(other.counts)
+        self.lines += other.lines
+        self.occurrences += other.occurrences
+
+
+def select_batch(batch, index, dictionary, n, mode, relevance, relevance_weight, tokenizer,
+                 acronyms, overlap, min_tokens, max_tokens, seed) -> Selection:
+    """Score the sentences of one batch of documents and keep its best N."""
+    rng = random.Random(seed * 1_000_003 + index)
+    selection = Selection(n)
+    position = 0
+    for doc in batch:
+        selection.lines += len(doc)
+        sentences, dict_matches, line_of = tokenize_document(
+            [text for _, _, text in doc], tokenizer, True, dictionary)
+        spans_per_sentence = annotate(sentences, None, acronyms, overlap, dict_matches)
+        for words, spans, k in zip(sentences, spans_per_sentence, line_of):
+            selection.counts["sentences"] += 1
+            position += 1
+            if len(words) < min_tokens or len(words) > max_tokens:
+                selection.counts["too_short" if len(words) < min_tokens else "too_long"] += 1
+                continue
+            selection.occurrences += len(spans)
+            score = len(spans) * (1.0 + relevance_weight * relevance(words, spans))
+            key = {"top": score, "bottom": -score, "random": rng.random()}[mode]
+            # A random tie breaker makes equal scores select uniformly, not by position.
+            selection.push((key, rng.random(), (index, position), words, spans, doc[k]))
+    return selection
+
+
 def select_sentences(
     paths: Sequence[str],
     dictionary: Optional[TermDictionary],
@@ -104,6 +159,8 @@ def select_sentences(
     min_tokens: int = 3,
     max_tokens: int = 200,
     seed: int = 0,
+    n_process: int = 1,
+    batch_lines: int = 1000,
     progress: bool = True,
 ) -> Tuple[List[dict], Dict[str, object]]:
     """Stream a corpus and keep N sentences with their candidate spans.
@@ -121,6 +178,8 @@ def select_sentences(
     min_tokens (int): Shorter sentences are skipped (counted).
     max_tokens (int): Longer sentences are skipped (counted): an encoder truncates them.
     seed (int): Seed of the random variant and of tie breaking.
+    n_process (int): Worker processes (same selection whatever the number).
+    batch_lines (int): Lines per batch.
     progress (bool): Show a progress bar.
     RETURNS (Tuple[List[dict], Dict[str, object]]): Selected items ({"words", "spaces",
         "spans", "score", "source"}), best first for "top", and a run report.
@@ -130,42 +189,26 @@ def select_sentences(
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     relevance = relevance or Relevance("none")
-    rng = random.Random(seed)
-    stats = ReadStats()
-    heap: List[tuple] = []
-    counts = Counter()
+    if dictionary is not None and len(dictionary):
+        dictionary.automaton  # build once before forking
+
+    def work(batch, index):
+        return select_batch(batch, index, dictionary, n, mode, relevance, relevance_weight,
+                            tokenizer, acronyms, overlap, min_tokens, max_tokens, seed)
+
     bar = tqdm(unit=" lines", unit_scale=True, disable=not progress, desc=f"select {mode}")
-    for doc in read_documents(paths, doc_boundary, stats):
-        sentences, origins = [], []
-        for path, line_no, text in doc:
-            for words in split_sentences(tokenize(text, tokenizer)):
-                sentences.append(words)
-                origins.append((path, line_no, text))
-        for words, spans, origin in zip(
-            sentences, annotate(sentences, dictionary, acronyms, overlap), origins
-        ):
-            counts["sentences"] += 1
-            if len(words) < min_tokens or len(words) > max_tokens:
-                counts["too_short" if len(words) < min_tokens else "too_long"] += 1
-                continue
-            score = len(spans) * (1.0 + relevance_weight * relevance(words, spans))
-            key = {"top": score, "bottom": -score, "random": rng.random()}[mode]
-            # A random tie breaker makes equal scores select uniformly, not by position.
-            entry = (key, rng.random(), counts["sentences"], words, spans, origin)
-            if len(heap) < n:
-                heapq.heappush(heap, entry)
-            elif entry[:2] > heap[0][:2]:
-                heapq.heapreplace(heap, entry)
-        bar.update(len(doc))
-        bar.set_postfix(kept=len(heap), refresh=False)
+    selection, stats = run_partitioned(list(paths), doc_boundary, batch_lines, work,
+                                       lambda: Selection(n), n_process, bar)
     bar.close()
     items = []
-    for key, _, _, words, spans, (path, line_no, text) in sorted(heap, reverse=True):
+    for key, _, _, words, spans, (path, line_no, text) in sorted(selection.heap, reverse=True):
         items.append({"words": words, "spaces": _spaces(words, text), "spans": spans,
                       "score": key if mode != "bottom" else -key, "source": f"{path}:{line_no}"})
+    counts = selection.counts
     report = {"read": stats.as_dict(), "sentences_seen": counts["sentences"],
               "skipped_too_short": counts["too_short"], "skipped_too_long": counts["too_long"],
               "selected": len(items), "mode": mode, "relevance": relevance.kind,
+              "n_process": n_process,
               "candidates_in_selection": sum(len(i["spans"]) for i in items)}
     return items, report
 

@@ -80,3 +80,15 @@ def test_outputs_docbin_and_jsonl(tmp_path, corpus, dictionary):
         tuple(c) for c in records[0]["candidates"]]
     with pytest.raises(ValueError, match="must end in"):
         write_corpus(items, str(tmp_path / "pft.txt"))
+
+
+def test_two_processes_select_the_same_sentences(tmp_path, dictionary):
+    path = tmp_path / "many.txt"
+    path.write_text("\n".join(f"{line} Line {i} ." for i in range(12) for line in LINES[:4]) + "\n")
+    for mode in ("top", "random"):
+        one, _ = select_sentences([str(path)], dictionary, n=10, mode=mode, batch_lines=5,
+                                  progress=False)
+        two, report = select_sentences([str(path)], dictionary, n=10, mode=mode, batch_lines=5,
+                                       n_process=2, progress=False)
+        assert report["n_process"] == 2 and report["sentences_seen"] == 96  # each line is split in two
+        assert [(i["source"], i["spans"]) for i in one] == [(i["source"], i["spans"]) for i in two]
