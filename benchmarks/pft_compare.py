@@ -229,6 +229,8 @@ def main() -> None:
         args.train_epochs, args.train_max_steps, args.train_eval_frequency = 1, 10, 5
         args.work = args.work.with_name(args.work.name + "_smoke")
         args.out = args.out.with_name(args.out.name + "_smoke")
+    if Path(args.encoder).exists():  # a local folder: absolute, so pipeline configs stay valid anywhere
+        args.encoder = str(Path(args.encoder).resolve())
     if not args.config.exists():
         raise SystemExit(f"span categorizer config not found: {args.config}")
     args.out.parent.mkdir(parents=True, exist_ok=True)

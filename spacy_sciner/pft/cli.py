@@ -53,7 +53,8 @@ def pft_cli(
         f"corpus: {stats['sentences']} sentences -> {log['train_examples']} train / "
         f"{log['heldout_examples']} held-out windows; candidates kept {stats['candidates_kept']}"
         f"/{stats['candidates']} (no word piece: {stats['candidates_no_piece']}, cut by window: "
-        f"{stats['candidates_cut_by_window']}); split sentences: {stats['split_sentences']}"
+        f"{stats['candidates_cut_by_window']}); split sentences: {stats['split_sentences']}; "
+        f"batches without targets: {log['batches_without_targets']}"
     )
     last_eval = log["eval"][-1] if log["eval"] else None
     typer.echo(

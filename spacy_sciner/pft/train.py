@@ -24,7 +24,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
-from .data import load_corpus, split_heldout
+from .data import PFTDataError, load_corpus, split_heldout
 from .heads import SpanBoundaryHead, compute_losses, load_masked_lm, load_tokenizer
 from .masking import MaskVocab, mask_batch, parse_objective
 
@@ -210,6 +210,12 @@ def train_pft(cfg: PFTConfig) -> Dict:
     # ---- data: encode the corpus once; hold out a seeded slice for the evaluation loss
     tokenizer = load_tokenizer(cfg.encoder)
     examples, stats = load_corpus(Path(cfg.corpus), tokenizer, cfg.max_length, cfg.limit)
+    if objectives & {"mlm_cand", "ecb"} and stats.candidates_kept == 0:
+        raise PFTDataError(
+            f"PFT corpus {cfg.corpus} has no usable candidate spans ({stats.candidates} read, "
+            f"{stats.candidates_no_piece} on no word piece, {stats.candidates_cut_by_window} cut by "
+            f"the window), so objective '{cfg.objective}' has nothing to predict"
+        )
     train, heldout = split_heldout(examples, cfg.eval_fraction, cfg.eval_max, cfg.seed)
     vocab = MaskVocab.from_tokenizer(tokenizer)
 
@@ -251,6 +257,7 @@ def train_pft(cfg: PFTConfig) -> Dict:
         "objective": cfg.objective, "config": asdict(cfg), "head": head_info,
         "corpus": stats.to_dict(), "train_examples": len(train), "heldout_examples": len(heldout),
         "device": str(device), "steps": 0, "train": [], "eval": [], "resumed_at": [], "finished": False,
+        "batches_without_targets": 0,
     }
     step = 0
     if state is not None:
@@ -261,7 +268,8 @@ def train_pft(cfg: PFTConfig) -> Dict:
         if sbo_head is not None:
             sbo_head.load_state_dict(state["sbo_head"])
         step = state["step"]
-        log.update({k: state["log"][k] for k in ("train", "eval", "resumed_at", "wall_s", "tokens")})
+        keys = ("train", "eval", "resumed_at", "wall_s", "tokens", "batches_without_targets")
+        log.update({k: state["log"][k] for k in keys})
         log["resumed_at"].append(step)
 
     def checkpoint() -> None:
@@ -294,6 +302,8 @@ def train_pft(cfg: PFTConfig) -> Dict:
             scaler.scale(loss / cfg.grad_accum).backward()
             for name, value in parts.items():
                 parts_sum[name] = parts_sum.get(name, 0.0) + value.item() / cfg.grad_accum
+            # No candidate fitted the budget in any sequence: counted, not hidden.
+            log["batches_without_targets"] += 0 if parts else 1
             window_tokens += batch.n_tokens
             tokens += batch.n_tokens
         scaler.unscale_(optimizer)

@@ -20,6 +20,12 @@ def write_jsonl(path, n=48):
     return path
 
 
+@pytest.fixture(scope="session")
+def pft_sentences():
+    """The hand-made sentences and candidates of the test corpus."""
+    return SENTENCES
+
+
 @pytest.fixture
 def write_corpus():
     """The writer of the JSONL corpus, for tests that need another size."""

@@ -101,3 +101,25 @@ def test_long_sentences_are_windowed_at_word_boundaries(tokenizer):
     assert stats.candidates_kept == 2 and stats.candidates_cut_by_window == 1
     for ex in examples:  # no word split across windows
         assert ex.word_ids[1] == 0 and all(b - a in (0, 1) for a, b in zip(ex.word_ids[1:-2], ex.word_ids[2:-1]))
+
+
+def test_candidate_objectives_need_candidates(tmp_path, tiny_bert_dir, pft_config):
+    from spacy_sciner.pft.train import train_pft
+
+    path = write_lines(tmp_path / "c.jsonl", [json.dumps({"text": "no candidates in this line"})] * 8)
+    with pytest.raises(PFTDataError, match="no usable candidate spans .* 'mlm_cand\\+ecb'"):
+        train_pft(pft_config(path, tmp_path / "o", tiny_bert_dir))
+    # The random baseline does not need candidates.
+    log = train_pft(pft_config(path, tmp_path / "o2", tiny_bert_dir, objective="mlm_random", max_steps=2))
+    assert log["steps"] == 2 and log["batches_without_targets"] == 0
+
+
+def test_batches_without_targets_are_counted(tmp_path, tiny_bert_dir, pft_config):
+    from spacy_sciner.pft.train import train_pft
+
+    tokens = "we use support vector machines here today .".split()
+    path = write_lines(tmp_path / "c.jsonl", [json.dumps({"text": " ".join(tokens), "tokens": tokens,
+                                                          "candidates": [[2, 5, "dict"]]})] * 8)
+    # A 1-piece budget fits neither the 3-piece candidate nor its two boundary words.
+    log = train_pft(pft_config(path, tmp_path / "o", tiny_bert_dir, mask_ratio=0.01, max_steps=3))
+    assert log["batches_without_targets"] == 3 and log["steps"] == 3
