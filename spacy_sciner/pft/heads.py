@@ -55,6 +55,18 @@ def load_tokenizer(name: str):
     return AutoTokenizer.from_pretrained(path, use_fast=True, **kwargs)
 
 
+def max_positions(name: str) -> int:
+    """Longest input (in pieces, specials included) the encoder's position embeddings allow.
+
+    RoBERTa-style models start positions after the padding index, so two are unusable.
+    """
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(resolve_encoder(name))
+    offset = config.pad_token_id + 1 if config.model_type in PREFIX_SPACE_TYPES else 0
+    return config.max_position_embeddings - offset
+
+
 def load_masked_lm(name: str) -> Tuple[nn.Module, Dict]:
     """Load ``AutoModelForMaskedLM``; add (and report) an MLM head when the checkpoint has none.
 
@@ -87,6 +99,11 @@ def load_masked_lm(name: str) -> Tuple[nn.Module, Dict]:
             "Encoder '%s' has no MLM head: added one (transform + decoder tied to the input "
             "embeddings), freshly initialised weights: %s", name, ", ".join(missing_head)
         )
+    # Encoder weights the masked-LM class does not use (BERT's pooler) are carried into every
+    # saved checkpoint, so AutoModel loads the result without freshly initialised parts.
+    prefix = f"{model.base_model_prefix}."
+    unused = [k for k in info["unexpected_keys"] if k.startswith(prefix)]
+    model.pft_carried_weights = _read_weights(Path(path), unused, prefix) if unused else {}
     decoder = model.get_output_embeddings()
     tied = decoder is not None and decoder.weight is model.get_input_embeddings().weight
     return model, {
@@ -95,7 +112,27 @@ def load_masked_lm(name: str) -> Tuple[nn.Module, Dict]:
         "missing_keys": missing_head,
         "decoder_tied_to_embeddings": tied,
         "head_module": type(head).__name__,
+        "carried_weights": sorted(model.pft_carried_weights),
     }
+
+
+def _read_weights(path: Path, keys: List[str], prefix: str) -> Dict[str, torch.Tensor]:
+    """Read ``keys`` (model names; files may store them without ``prefix``) from a local checkpoint."""
+    if not path.is_dir():
+        return {}  # a hub name: nothing to carry without reading the cache ourselves
+    stored: Dict[str, torch.Tensor] = {}
+    for file_ in sorted(path.glob("*.safetensors")):
+        from safetensors.torch import load_file
+
+        stored.update(load_file(file_))
+    if not stored and (path / "pytorch_model.bin").exists():
+        stored = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    out = {}
+    for key in keys:
+        value = stored.get(key, stored.get(key[len(prefix):]))
+        if value is not None:
+            out[key] = value
+    return out
 
 
 def mlm_head(model: nn.Module) -> nn.Module:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from .data import PFTDataError, load_corpus, split_heldout
-from .heads import SpanBoundaryHead, compute_losses, load_masked_lm, load_tokenizer
+from .heads import SpanBoundaryHead, compute_losses, load_masked_lm, load_tokenizer, max_positions
 from .masking import MaskVocab, mask_batch, parse_objective
 
 CHECKPOINTS = "checkpoints"
@@ -94,7 +94,9 @@ def _checkpoints(output: Path) -> List[Path]:
 
 
 def _save_model(model, tokenizer, path: Path) -> None:
-    model.save_pretrained(path, safe_serialization=True)
+    carried = getattr(model, "pft_carried_weights", {})  # e.g. BERT's pooler, see heads.py
+    state = {**model.state_dict(), **carried} if carried else None
+    model.save_pretrained(path, state_dict=state, safe_serialization=True)
     tokenizer.save_pretrained(path)
 
 
@@ -209,6 +211,11 @@ def train_pft(cfg: PFTConfig) -> Dict:
 
     # ---- data: encode the corpus once; hold out a seeded slice for the evaluation loss
     tokenizer = load_tokenizer(cfg.encoder)
+    if cfg.max_length > max_positions(cfg.encoder):
+        raise ValueError(
+            f"--max-length {cfg.max_length} exceeds the {max_positions(cfg.encoder)} positions of "
+            f"encoder '{cfg.encoder}'; longer sentences are split into windows anyway"
+        )
     examples, stats = load_corpus(Path(cfg.corpus), tokenizer, cfg.max_length, cfg.limit)
     if objectives & {"mlm_cand", "ecb"} and stats.candidates_kept == 0:
         raise PFTDataError(

@@ -123,3 +123,10 @@ def test_batches_without_targets_are_counted(tmp_path, tiny_bert_dir, pft_config
     # A 1-piece budget fits neither the 3-piece candidate nor its two boundary words.
     log = train_pft(pft_config(path, tmp_path / "o", tiny_bert_dir, mask_ratio=0.01, max_steps=3))
     assert log["batches_without_targets"] == 3 and log["steps"] == 3
+
+
+def test_window_larger_than_the_model_is_refused(tmp_path, tiny_bert_dir, corpus_jsonl, pft_config):
+    from spacy_sciner.pft.train import train_pft
+
+    with pytest.raises(ValueError, match="--max-length 600 exceeds the 512 positions"):
+        train_pft(pft_config(corpus_jsonl, tmp_path / "o", tiny_bert_dir, max_length=600))

@@ -39,3 +39,9 @@ def test_roberta_gets_an_lm_head_and_learns(tmp_path, tiny_roberta_dir, corpus_j
     assert log["head"]["mlm_head_added"] and "lm_head.dense.weight" in log["head"]["missing_keys"]
     assert log["head"]["decoder_tied_to_embeddings"]
     assert log["eval"][-1]["loss"] < log["eval"][0]["loss"] - 0.5
+
+
+def test_roberta_position_offset_limits_the_window(tiny_roberta_dir):
+    from spacy_sciner.pft.heads import max_positions
+
+    assert max_positions(str(tiny_roberta_dir)) == 128  # 130 embeddings, positions start after <pad>=1

@@ -42,8 +42,10 @@ def test_tiny_bert_learns_and_checkpoint_loads_everywhere(tmp_path, tiny_bert_di
     # AutoModel loads the folder and has the trained encoder weights.
     from transformers import AutoModel, AutoTokenizer
 
-    encoder = AutoModel.from_pretrained(out)
+    encoder, loading = AutoModel.from_pretrained(out, output_loading_info=True)
+    assert loading["missing_keys"] == []  # the original pooler was carried over, not re-initialised
     trained = weights(out)
+    assert torch.equal(trained["bert.pooler.dense.weight"], weights(tiny_bert_dir)["pooler.dense.weight"])
     assert torch.equal(encoder.embeddings.word_embeddings.weight, trained["bert.embeddings.word_embeddings.weight"])
     assert not torch.equal(trained["bert.embeddings.word_embeddings.weight"],
                            weights(tiny_bert_dir)["embeddings.word_embeddings.weight"])
