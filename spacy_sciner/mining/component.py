@@ -16,6 +16,7 @@ import srsly
 from spacy.language import Language
 from spacy.pipeline import Pipe
 from spacy.tokens import Doc, Span, SpanGroup
+from spacy.scorer import Scorer
 from spacy.training import Example
 from spacy.util import SimpleFrozenList, ensure_path
 
@@ -34,7 +35,12 @@ DEFAULT_CONFIG = {
 }
 
 
-@Language.factory("sciner_candidate_miner", default_config=DEFAULT_CONFIG)
+@Language.factory(
+    "sciner_candidate_miner",
+    default_config=DEFAULT_CONFIG,
+    # Reported by nlp.evaluate (candidate P/R/F vs gold spans), never weighted in training.
+    default_score_weights={"candidates_p": None, "candidates_r": None, "candidates_f": None},
+)
 def make_candidate_miner(
     nlp: Language,
     name: str,
@@ -94,6 +100,24 @@ class CandidateMiner(Pipe):
     def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterable[Doc]:
         for doc in stream:
             yield self(doc)
+
+    def score(self, examples: Iterable[Example], **kwargs) -> Dict[str, object]:
+        """Unlabeled P/R/F of the candidate spans against the gold spans.
+
+        The reference docs' spans under ``gold_spans_key`` (or their ents) are the gold
+        standard: this is the candidate quality measure of Tri-Train Table 5.
+        RETURNS (Dict[str, object]): ``{key}_p``, ``{key}_r``, ``{key}_f``.
+        """
+        key, gold_key = self.key, self.cfg["gold_spans_key"]
+
+        def getter(doc: Doc, attr: str):
+            if attr in doc.spans:  # the predicted doc
+                return doc.spans[attr]
+            return doc.spans[gold_key] if gold_key in doc.spans else doc.ents
+
+        scores = Scorer.score_spans(examples, key, getter=getter, labeled=False,
+                                    allow_overlap=True)
+        return {k: v for k, v in scores.items() if not k.endswith("_per_type")}
 
     def add_terms(self, terms: Iterable[str], source: str = "dict") -> Dict[str, object]:
         """Add terms with a source tag; returns counts of added/skipped terms."""

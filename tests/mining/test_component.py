@@ -100,3 +100,17 @@ def test_suggester_in_spancat_config():
     nlp.get_pipe("sciner_candidate_miner").add_terms(["random forest"])
     doc = nlp("a random forest")
     assert spancat.suggester([doc]).lengths.tolist() == [4]
+
+
+def test_evaluate_reports_candidate_precision_recall_and_config_resolves():
+    nlp = make_nlp()
+    examples = [gold_example(nlp, ["a", "random", "forest", "and", "a", "tree"],
+                             [(1, 3, "Method"), (5, 6, "Method")])]
+    nlp.initialize(lambda: examples)
+    # One of two gold spans is a candidate ("random forest", learnt from the examples) and
+    # the one candidate is correct; "tree" was learnt too but is a different doc here.
+    doc_examples = [gold_example(nlp, ["the", "random", "forest", "grows"], [(1, 3, "M"), (3, 4, "M")])]
+    scores = nlp.evaluate(doc_examples)
+    assert (scores["candidates_p"], scores["candidates_r"]) == (1.0, 0.5)
+    resolved = spacy.util.load_model_from_config(nlp.config, auto_fill=True)
+    assert resolved.get_pipe("sciner_candidate_miner").cfg["case"] == "smart"
