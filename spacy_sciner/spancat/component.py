@@ -27,15 +27,14 @@ from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
-from spacy.util import minibatch
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats2d, Ragged
 
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .decode import best_labels, make_span_group, set_ents
-from .filter import best_f1_threshold, recall_threshold, sigmoid
-from .sampling import enumerate_batch, gold_spans, sample_training_spans, span_keys, span_targets
+from .filter import choose_thresholds, collect_calibration_data, sigmoid
+from .sampling import enumerate_batch, sample_training_spans, span_targets
 
 default_model_config = """
 [model]
@@ -71,6 +70,8 @@ DEFAULT_SCINER_SPANCAT_MODEL = Config().from_str(default_model_config)["model"]
         "filter_threshold": None,
         "write_ents": True,
         "chunk_size": 20000,
+        # The MLP and filter start from scratch while the transformer is pretrained.
+        "learn_rate_scale": 10.0,
         "seed": 0,
         "scorer": {"@scorers": "spacy-sciner.span_scorer.v1"},
     },
@@ -93,6 +94,7 @@ def make_sciner_spancat(
     filter_threshold: Optional[float],
     write_ents: bool,
     chunk_size: int,
+    learn_rate_scale: float,
     seed: int,
     scorer: Optional[Callable],
 ) -> "SciNERSpanCategorizer":
@@ -101,7 +103,7 @@ def make_sciner_spancat(
         nlp.vocab, model, name, spans_key=spans_key, max_span_length=max_span_length,
         negatives_per_doc=negatives_per_doc, threshold=threshold, use_filter=use_filter,
         filter_threshold=filter_threshold, write_ents=write_ents, chunk_size=chunk_size,
-        seed=seed, scorer=scorer,
+        learn_rate_scale=learn_rate_scale, seed=seed, scorer=scorer,
     )
 
 
@@ -130,6 +132,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         filter_threshold: Optional[float] = None,
         write_ents: bool = True,
         chunk_size: int = 20000,
+        learn_rate_scale: float = 10.0,
         seed: int = 0,
         scorer: Optional[Callable] = score_spans_and_ents,
     ) -> None:
@@ -147,10 +150,15 @@ class SciNERSpanCategorizer(TrainablePipe):
             pruned; None (uncalibrated) keeps every span. Set by ``calibrate``.
         write_ents (bool): Also write a non-overlapping decode to ``doc.ents``.
         chunk_size (int): Most spans scored at once, bounding memory on long docs.
+        learn_rate_scale (float): Multiplier of the optimizer's learning rate for this
+            component's own weights (the MLP and filter, trained from scratch); the
+            shared transformer is updated by its own component at the base rate.
         seed (int): Seed of the negative-sampling random generator.
         scorer (Optional[Callable]): The scoring method.
         """
         _check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size)
+        if not float(learn_rate_scale) > 0:
+            raise ValueError(f"Invalid sciner_spancat settings: learn_rate_scale must be > 0, got {learn_rate_scale!r}")
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -165,6 +173,7 @@ class SciNERSpanCategorizer(TrainablePipe):
             "filter_threshold": filter_threshold,
             "write_ents": write_ents,
             "chunk_size": chunk_size,
+            "learn_rate_scale": learn_rate_scale,
             "seed": seed,
             "calibration": {},
         }
@@ -217,11 +226,11 @@ class SciNERSpanCategorizer(TrainablePipe):
         """
         docs = list(docs)
         prune = bool(self.cfg["use_filter"]) and self.cfg["filter_threshold"] is not None
-        spans, filter_probs, keep, probs = self._score_candidates(docs, prune=prune)
+        spans, filter_probs, keep, probs = self.score_candidates(docs, prune=prune)
         kept = Ragged(spans.dataXd[keep], _group_counts(spans.lengths, keep))
         return SpanScores(kept, probs, int(spans.dataXd.shape[0]))
 
-    def _score_candidates(self, docs: List[Doc], prune: bool):
+    def score_candidates(self, docs: List[Doc], prune: bool):
         """Enumerate all candidate spans and score them chunk by chunk.
 
         RETURNS: (candidates Ragged, filter probabilities, boolean keep mask, class
@@ -313,6 +322,14 @@ class SciNERSpanCategorizer(TrainablePipe):
         losses[self.name] += loss
         return losses
 
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Update this component's weights, at ``learn_rate_scale`` times the base rate.
+
+        sgd (Optimizer): The optimizer.
+        """
+        scale = float(self.cfg.get("learn_rate_scale", 1.0))
+        self.model.finish_update(sgd if scale == 1.0 else _ScaledOptimizer(sgd, scale))
+
     def get_loss(self, examples: Iterable[Example], spans_scores: Tuple[Ragged, Floats2d]) -> Tuple[float, Floats2d]:
         """Cross-entropy of the classifier plus binary cross-entropy of the filter.
 
@@ -389,58 +406,24 @@ class SciNERSpanCategorizer(TrainablePipe):
         batch_size (int): Docs per batch.
         RETURNS (Dict[str, float]): The report, also stored in ``cfg["calibration"]``.
         """
-        label_map, L = self._label_map, int(self.cfg["max_span_length"])
-        gold_probs, all_probs, best, correct = [], [], [], []
-        n_gold_pairs = n_gold_spans = n_long = 0
-        for batch in minibatch(examples, batch_size):
-            docs = [eg.predicted for eg in batch]
-            for name, proc in (nlp.pipeline if nlp is not None else []):
-                if proc is self:
-                    break
-                docs = list(proc.pipe(docs))
-            spans, f_probs, _, probs = self._score_candidates(docs, prune=False)
-            labels, scores = best_labels(probs, len(self.labels))
-            offset = 0
-            for eg, doc, count in zip(batch, docs, numpy.asarray(spans.lengths).tolist()):
-                rows = spans.dataXd[offset : offset + count]
-                gold, gold_labels = gold_spans(eg, self.key, label_map)
-                reference = eg.reference.spans.get(self.key, [])
-                n_gold_pairs += len({(s.label_, s.start, s.end) for s in reference})
-                n_gold_spans += len({(s.start, s.end) for s in reference})
-                n_long += len({(s.start, s.end) for s in reference if len(s) > L})
-                size = len(doc) + 1
-                hit = numpy.isin(span_keys(rows, size), span_keys(gold, size))
-                # Aligned gold (span, label) pairs, encoded like span_keys with the label.
-                pairs = span_keys(gold, size) * (len(label_map) + 1) + gold_labels
-                cand = span_keys(rows, size) * (len(label_map) + 1) + labels[offset : offset + count]
-                gold_probs.append(f_probs[offset : offset + count][hit])
-                correct.append(numpy.isin(cand, pairs))
-                offset += count
-            all_probs.append(f_probs)
-            best.append(scores)
-        gold_p = numpy.concatenate(gold_probs) if gold_probs else numpy.zeros(0)
-        all_p = numpy.concatenate(all_probs) if all_probs else numpy.zeros(0)
-        threshold = recall_threshold(gold_p, target_recall)
-        kept = all_p >= threshold
-        report = {
-            "target_recall": float(target_recall),
-            "filter_threshold": threshold,
-            "filter_recall": float((gold_p >= threshold).mean()) if len(gold_p) else 1.0,
-            "candidate_recall": float((gold_p >= threshold).sum() / n_gold_spans) if n_gold_spans else 1.0,
-            "filtration_rate": float(1.0 - kept.mean()) if len(all_p) else 0.0,
-            "n_candidates": int(len(all_p)),
-            "n_gold_spans": int(n_gold_spans),
-            "n_gold_longer_than_max": int(n_long),
-        }
+        data = collect_calibration_data(self, examples, nlp=nlp, batch_size=batch_size)
+        report = choose_thresholds(data, target_recall=target_recall, tune_threshold=tune_threshold)
+        self.cfg["filter_threshold"] = report["filter_threshold"]
         if tune_threshold:
-            best_all = numpy.concatenate(best) if best else numpy.zeros(0)
-            correct_all = numpy.concatenate(correct) if correct else numpy.zeros(0, bool)
-            f1 = best_f1_threshold(best_all[kept], correct_all[kept], n_gold_pairs)
-            self.cfg["threshold"] = f1["threshold"]
-            report.update({"threshold": f1["threshold"], "dev_p": f1["p"], "dev_r": f1["r"], "dev_f": f1["f"]})
-        self.cfg["filter_threshold"] = threshold
+            self.cfg["threshold"] = report["threshold"]
         self.cfg["calibration"] = report
         return report
+
+
+class _ScaledOptimizer:
+    """Calls an optimizer with its learning rate scaled (thinc's ``lr_scale``)."""
+
+    def __init__(self, sgd: Optimizer, scale: float) -> None:
+        self.sgd = sgd
+        self.scale = scale
+
+    def __call__(self, key, weights, gradient, *, lr_scale: float = 1.0):
+        return self.sgd(key, weights, gradient, lr_scale=lr_scale * self.scale)
 
 
 def _group_counts(lengths, keep: numpy.ndarray) -> numpy.ndarray:

@@ -4,10 +4,19 @@ Both thresholds are chosen on dev data only. The functions take plain score arra
 that they can be tested without a model.
 """
 import math
-from typing import Dict
+from typing import TYPE_CHECKING, Any, Dict, Iterable, NamedTuple, Optional
 
 import numpy
+from spacy.language import Language
+from spacy.training import Example
+from spacy.util import minibatch
 from thinc.types import Floats1d
+
+from .decode import best_labels
+from .sampling import gold_spans, span_keys
+
+if TYPE_CHECKING:
+    from .component import SciNERSpanCategorizer
 
 ROUNDING = 1e6
 
@@ -54,6 +63,100 @@ def best_f1_threshold(scores: Floats1d, correct: numpy.ndarray, n_gold: int) -> 
     f = numpy.where(last_of_tie, f, -1.0)
     best = int(f.argmax())
     return {"threshold": floor_threshold(ranked[best]), "p": float(p[best]), "r": float(r[best]), "f": float(f[best])}
+
+
+class CalibrationData(NamedTuple):
+    """Dev statistics of every candidate span, collected without any pruning."""
+
+    gold_filter_probs: numpy.ndarray  # filter probability of each reachable gold span
+    filter_probs: numpy.ndarray  # filter probability of every candidate span
+    best_scores: numpy.ndarray  # best-label probability of every candidate span
+    correct: numpy.ndarray  # whether that best label is a gold (span, label)
+    n_gold_pairs: int  # gold (span, label) pairs, reachable or not
+    n_gold_spans: int  # distinct gold spans, reachable or not
+    n_gold_long: int  # distinct gold spans longer than max_span_length
+
+
+def collect_calibration_data(
+    pipe: "SciNERSpanCategorizer",
+    examples: Iterable[Example],
+    *,
+    nlp: Optional[Language] = None,
+    batch_size: int = 64,
+) -> CalibrationData:
+    """Score every candidate span of the dev examples and match them against gold.
+
+    pipe (SciNERSpanCategorizer): The trained component.
+    examples (Iterable[Example]): Dev examples.
+    nlp (Optional[Language]): If given, its components before ``pipe`` are run first.
+    batch_size (int): Docs per batch.
+    RETURNS (CalibrationData): The statistics the thresholds are chosen from.
+    """
+    label_map, max_length = pipe._label_map, int(pipe.cfg["max_span_length"])
+    gold_probs, all_probs, best, correct = [], [], [], []
+    n_pairs = n_spans = n_long = 0
+    for batch in minibatch(examples, batch_size):
+        docs = [eg.predicted for eg in batch]
+        for _, proc in nlp.pipeline if nlp is not None else []:
+            if proc is pipe:
+                break
+            docs = list(proc.pipe(docs))
+        spans, f_probs, _, probs = pipe.score_candidates(docs, prune=False)
+        labels, scores = best_labels(probs, len(label_map))
+        offset = 0
+        for eg, doc, count in zip(batch, docs, numpy.asarray(spans.lengths).tolist()):
+            rows, window = spans.dataXd[offset : offset + count], slice(offset, offset + count)
+            reference = eg.reference.spans.get(pipe.key, [])
+            n_pairs += len({(s.label_, s.start, s.end) for s in reference})
+            n_spans += len({(s.start, s.end) for s in reference})
+            n_long += len({(s.start, s.end) for s in reference if len(s) > max_length})
+            gold, gold_labels = gold_spans(eg, pipe.key, label_map)
+            size = len(doc) + 1
+            # (span, label) pairs encoded as integers, to match them with numpy.
+            gold_pairs = span_keys(gold, size) * (len(label_map) + 1) + gold_labels
+            cand_pairs = span_keys(rows, size) * (len(label_map) + 1) + labels[window]
+            gold_probs.append(f_probs[window][numpy.isin(span_keys(rows, size), span_keys(gold, size))])
+            correct.append(numpy.isin(cand_pairs, gold_pairs))
+            offset += count
+        all_probs.append(f_probs)
+        best.append(scores)
+
+    def join(parts, dtype):
+        return numpy.concatenate(parts) if parts else numpy.zeros(0, dtype=dtype)
+
+    return CalibrationData(
+        join(gold_probs, "f"), join(all_probs, "f"), join(best, "f"), join(correct, bool), n_pairs, n_spans, n_long
+    )
+
+
+def choose_thresholds(data: CalibrationData, *, target_recall: float, tune_threshold: bool = True) -> Dict[str, Any]:
+    """The filter threshold for ``target_recall`` and, optionally, the F1-best decision
+    threshold among the spans the filter keeps; with a report of what they achieve.
+
+    data (CalibrationData): Dev statistics from ``collect_calibration_data``.
+    target_recall (float): Fraction of reachable gold spans the filter must keep.
+    tune_threshold (bool): Also choose the decision threshold.
+    RETURNS (Dict[str, Any]): filter_threshold, filter_recall (of gold spans up to
+        max_span_length), candidate_recall (of all gold spans), filtration_rate (pruned
+        fraction of candidates), counts, and with ``tune_threshold`` threshold/dev_p/r/f.
+    """
+    threshold = recall_threshold(data.gold_filter_probs, target_recall)
+    kept = data.filter_probs >= threshold
+    n_kept_gold = int((data.gold_filter_probs >= threshold).sum())
+    report: Dict[str, Any] = {
+        "target_recall": float(target_recall),
+        "filter_threshold": threshold,
+        "filter_recall": n_kept_gold / len(data.gold_filter_probs) if len(data.gold_filter_probs) else 1.0,
+        "candidate_recall": n_kept_gold / data.n_gold_spans if data.n_gold_spans else 1.0,
+        "filtration_rate": float(1.0 - kept.mean()) if len(kept) else 0.0,
+        "n_candidates": int(len(kept)),
+        "n_gold_spans": int(data.n_gold_spans),
+        "n_gold_longer_than_max": int(data.n_gold_long),
+    }
+    if tune_threshold:
+        best = best_f1_threshold(data.best_scores[kept], data.correct[kept], data.n_gold_pairs)
+        report.update({"threshold": best["threshold"], "dev_p": best["p"], "dev_r": best["r"], "dev_f": best["f"]})
+    return report
 
 
 def floor_threshold(value: float) -> float:

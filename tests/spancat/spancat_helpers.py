@@ -40,7 +40,7 @@ def make_examples(nlp, data=TRAIN_DATA, key="sc"):
     return examples
 
 
-def train(nlp, examples, steps=120, learn_rate=0.01):
+def train(nlp, examples, steps=120, learn_rate=0.002):
     """Initialize and update; a high learning rate so a tiny set is learned in seconds."""
     optimizer = nlp.initialize(lambda: examples)
     optimizer.learn_rate = learn_rate
