@@ -157,41 +157,48 @@ def annotate(
     return result
 
 
-def tokenize_document(
-    lines: Sequence[str],
+def tokenize_documents(
+    docs: Sequence[Sequence[str]],
     tokenizer: str = "regex",
     split: bool = True,
     dictionary: Optional[TermDictionary] = None,
-) -> Tuple[List[List[str]], List[List[Match]], List[int]]:
-    """Tokenize the lines of a document into sentences and match the dictionary.
+) -> List[Tuple[List[List[str]], List[List[Match]], List[int]]]:
+    """Tokenize documents into sentences and match the dictionary over all their lines.
 
-    The dictionary runs once per line on all its tokens; its matches are then assigned to
-    sentences. A match across a sentence split (rare: "e.g. X") is not a candidate.
+    The dictionary runs once over the whole batch of lines (``TermDictionary.match_many``);
+    its matches are then assigned to sentences. A match across a sentence split (rare:
+    "e.g. X") is not a candidate.
 
-    lines (Sequence[str]): The document's lines.
+    docs (Sequence[Sequence[str]]): Documents as lists of lines.
     tokenizer (str): "regex" or "whitespace".
     split (bool): Split lines into sentences (``text.sentence_starts``).
     dictionary (Optional[TermDictionary]): Terms to match.
-    RETURNS (Tuple): sentences (token lists), dictionary matches per sentence (sentence
-        token offsets), and the index of the line of each sentence.
+    RETURNS (List[Tuple]): Per document: its sentences (token lists), the dictionary matches
+        per sentence (sentence token offsets), and the index of the line of each sentence.
     """
-    sentences: List[List[str]] = []
-    matches: List[List[Match]] = []
-    line_of: List[int] = []
+    tokens = [[tokenize(line, tokenizer) for line in lines] for lines in docs]
+    flat = [words for doc in tokens for words in doc]
     use_dict = dictionary is not None and len(dictionary) > 0
-    for k, line in enumerate(lines):
-        words = tokenize(line, tokenizer)
-        if not words:
-            continue
-        starts = sentence_starts(words) if split else [0]
-        ends = starts[1:] + [len(words)]
-        per_sentence: List[List[Match]] = [[] for _ in starts]
-        for start, end, sources in dictionary.match(words) if use_dict else ():
-            i = bisect.bisect_right(starts, start) - 1
-            if end <= ends[i]:
-                per_sentence[i].append((start - starts[i], end - starts[i], sources))
-        for i, (a, b) in enumerate(zip(starts, ends)):
-            sentences.append(words[a:b])
-            matches.append(per_sentence[i])
-            line_of.append(k)
-    return sentences, matches, line_of
+    line_matches = iter(dictionary.match_many(flat, clean=True) if use_dict else [[] for _ in flat])
+    result = []
+    for doc in tokens:
+        sentences: List[List[str]] = []
+        matches: List[List[Match]] = []
+        line_of: List[int] = []
+        for k, words in enumerate(doc):
+            found = next(line_matches)
+            if not words:
+                continue
+            starts = sentence_starts(words) if split else [0]
+            ends = starts[1:] + [len(words)]
+            per_sentence: List[List[Match]] = [[] for _ in starts]
+            for start, end, sources in found:
+                i = bisect.bisect_right(starts, start) - 1
+                if end <= ends[i]:
+                    per_sentence[i].append((start - starts[i], end - starts[i], sources))
+            for i, (a, b) in enumerate(zip(starts, ends)):
+                sentences.append(words[a:b])
+                matches.append(per_sentence[i])
+                line_of.append(k)
+        result.append((sentences, matches, line_of))
+    return result

@@ -3,7 +3,7 @@
 One Aho-Corasick automaton holds every term in lower case; a term that must match with its
 case (policy "exact", or an acronym under policy "smart") is checked against the original
 text after the automaton found it. That keeps one pass over the text whatever the policy.
-Terms and text are compared in the fine "scan" form of ``text.mark_line`` and a match counts
+Terms and text are compared in the fine "scan" form (``text.glue_punctuation``) and a match counts
 only when it starts and ends on token boundaries of the text.
 """
 import bisect
@@ -13,7 +13,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import ahocorasick
 
-from .text import GLUE, mark_line, mark_words, normalize_term, safe_lower
+from .text import GLUE, clean_tokens, glue_punctuation, normalize_term, safe_lower, tokenize
 
 CASE_POLICIES = ("exact", "lowercase", "smart")
 OVERLAP_POLICIES = ("longest", "all")
@@ -164,9 +164,11 @@ class TermDictionary:
             for key, forms in self._terms.items():
                 # Padding with spaces makes every hit start and end on a fine-token
                 # boundary of the (equally padded) scan string: no hits inside words.
-                automaton.add_word(f" {key} ", (len(key) + 2, tuple(
-                    (form, "|".join(sorted(srcs))) for form, srcs in forms.items()
-                )))
+                # (length, sources when any case matches, ((form, sources), ...) when
+                # only that exact form matches): the hot loop then does no string work.
+                any_case = frozenset(forms.get(None, ()))
+                cased = tuple((f, frozenset(srcs)) for f, srcs in forms.items() if f is not None)
+                automaton.add_word(f" {key} ", (len(key) + 2, any_case, cased))
             automaton.make_automaton()
             self._automaton = automaton
         return self._automaton
@@ -178,52 +180,70 @@ class TermDictionary:
         overlap (str): "all" keeps overlapping matches, "longest" resolves them.
         RETURNS (List[Match]): (start, end, sources) token spans, sorted.
         """
-        if not self._size:
-            return []
-        marked, index = mark_words(words)
-        matches = self.match_marked(marked)
-        if index is not None:  # tokens without a fine piece (whitespace) were left out
-            matches = [(index[s], index[e - 1] + 1, src) for s, e, src in matches]
-        return resolve_overlaps(matches, overlap)
+        return resolve_overlaps(self.match_many([words])[0], overlap)
 
     def match_text(self, text: str, tokenizer: str = "regex", overlap: str = "all") -> List[Match]:
-        """Find the terms in a raw line; token indices refer to ``tokenize(text, tokenizer)``.
+        """Find the terms in a raw line; token indices refer to ``tokenize(text, tokenizer)``."""
+        return self.match(tokenize(text, tokenizer), overlap)
 
-        The fast path of the miner: no per-token Python work, two regex passes and one
-        automaton pass over the line.
+    def match_many(
+        self, token_lists: Sequence[Sequence[str]], clean: bool = False
+    ) -> List[List[Match]]:
+        """Find the terms in many token sequences at once (the miner's hot path).
+
+        All sequences are marked (see ``text.glue_punctuation``) and scanned as one string, one
+        line each, so the per-line Python work is a join: string preparation and the
+        Aho-Corasick pass run at C speed over the whole batch.
+
+        token_lists (Sequence[Sequence[str]]): Token lists (lines, sentences or docs).
+        clean (bool): The caller guarantees tokens without whitespace (``text.tokenize``
+            output), so the check for spaCy's whitespace tokens is skipped.
+        RETURNS (List[List[Match]]): Per list, its (start, end, sources) spans, sorted.
         """
-        if not self._size:
-            return []
-        return resolve_overlaps(self.match_marked(mark_line(text, tokenizer)), overlap)
-
-    def match_marked(self, marked: str) -> List[Match]:
-        """Matches in a marked string (see ``text.mark_line``), token-aligned, unsorted."""
-        if not marked:
-            return []
+        results: List[List[Match]] = [[] for _ in token_lists]
+        if not self._size or not token_lists:
+            return results
+        cleaned = token_lists
+        indexes: Dict[int, List[int]] = {}
+        joined = "\n".join(" ".join(words) for words in token_lists)
+        if not clean and len(joined.split()) != sum(map(len, token_lists)):  # whitespace tokens
+            cleaned = list(token_lists)
+            for i, words in enumerate(token_lists):
+                cleaned[i], index = clean_tokens(words)
+                if index is not None:
+                    indexes[i] = index
+            joined = "\n".join(" ".join(words) for words in cleaned)
+        # " \n " between lines: every line is space-padded like a single scanned line.
+        marked = glue_punctuation(joined).replace("\n", " \n ")
+        starts = [0] + [m.end() + 1 for m in re.finditer("\n", marked)]
         scan = marked.replace(GLUE, " ")
         padded = f" {safe_lower(scan)} "
         last = len(padded) - 1
-        space_at = None
-        found: Dict[Tuple[int, int], set] = {}
-        for p1, (length, forms) in self.automaton.iter(padded):
+        found: Dict[Tuple[int, int, int], set] = {}
+        for p1, (length, sources, cased) in self.automaton.iter(padded):
             p0 = p1 - length + 1
-            # padded[i] is marked[i - 1]; both padding spaces must be coarse boundaries.
+            # padded[i] is marked[i - 1]; the term is marked[p0:p1 - 1] and both padding
+            # spaces around it must be token boundaries, not GLUE.
             if (p0 and marked[p0 - 1] != " ") or (p1 != last and marked[p1 - 1] != " "):
                 continue
-            text = scan[p0:p1 - 1]
-            sources = {src for form, srcs in forms if form is None or form == text
-                       for src in srcs.split("|")}
-            if not sources:
-                continue
-            if len(marked) < 4096:
-                start = marked.count(" ", 0, p0)
-            else:  # long lines: bisect over the boundary positions, computed once
-                if space_at is None:
-                    space_at = [m.start() for m in re.finditer(" ", marked)]
-                start = bisect.bisect_left(space_at, p0)
+            if cased:
+                text = scan[p0:p1 - 1]
+                for form, form_sources in cased:
+                    if form == text:
+                        sources = sources | form_sources
+                if not sources:
+                    continue
+            line = bisect.bisect_right(starts, p0) - 1
+            start = marked.count(" ", starts[line], p0)
             end = start + marked.count(" ", p0, p1 - 1) + 1
-            found.setdefault((start, end), set()).update(sources)
-        return [(s, e, "|".join(sorted(srcs))) for (s, e), srcs in found.items()]
+            found.setdefault((line, start, end), set()).update(sources)
+        for (line, start, end), sources in found.items():
+            if line in indexes:
+                start, end = indexes[line][start], indexes[line][end - 1] + 1
+            results[line].append((start, end, "|".join(sorted(sources))))
+        for spans in results:
+            spans.sort()
+        return results
 
     def to_list(self) -> List[Tuple[str, str, bool]]:
         """Serializable content: (term, sources, case_sensitive) rows."""

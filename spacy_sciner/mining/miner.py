@@ -14,7 +14,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from tqdm import tqdm
 
-from .candidates import SOURCES, CandidateTable, annotate, candidate_key, tokenize_document
+from .candidates import SOURCES, CandidateTable, annotate, candidate_key, tokenize_documents
 from .dictionary import TermDictionary
 from .phrases import NgramStats, score_phrases
 from .parallel import run_partitioned
@@ -77,12 +77,11 @@ def process_batch(
     use_phrases = "phrase" in cfg.sources
     if use_phrases:
         result.ngrams = NgramStats(cfg.max_n, max_entries=10 ** 12)
-    for doc in docs:
-        lines = [text for _, _, text in doc]
+    texts = [[text for _, _, text in doc] for doc in docs]
+    tokenized = tokenize_documents(texts, cfg.tokenizer, cfg.split_sentences, dictionary)
+    for lines, (sentences, dict_matches, _) in zip(texts, tokenized):
         result.lines += len(lines)
         result.chars += sum(len(line) for line in lines)
-        sentences, dict_matches, _ = tokenize_document(
-            lines, cfg.tokenizer, cfg.split_sentences, dictionary)
         spans = annotate(sentences, None, acronyms="pattern" in cfg.sources, overlap="all",
                          dict_matches=dict_matches)
         for words, matches in zip(sentences, spans):

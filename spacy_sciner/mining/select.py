@@ -29,7 +29,7 @@ from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
 from tqdm import tqdm
 
-from .candidates import annotate, tokenize_document
+from .candidates import annotate, tokenize_documents
 from .dictionary import TermDictionary
 from .parallel import run_partitioned
 from .phrases import STOP_WORDS
@@ -127,10 +127,10 @@ def select_batch(batch, index, dictionary, n, mode, relevance, relevance_weight,
     rng = random.Random(seed * 1_000_003 + index)
     selection = Selection(n)
     position = 0
-    for doc in batch:
+    tokenized = tokenize_documents([[text for _, _, text in doc] for doc in batch], tokenizer,
+                                   True, dictionary)
+    for doc, (sentences, dict_matches, line_of) in zip(batch, tokenized):
         selection.lines += len(doc)
-        sentences, dict_matches, line_of = tokenize_document(
-            [text for _, _, text in doc], tokenizer, True, dictionary)
         spans_per_sentence = annotate(sentences, None, acronyms, overlap, dict_matches)
         for words, spans, k in zip(sentences, spans_per_sentence, line_of):
             selection.counts["sentences"] += 1

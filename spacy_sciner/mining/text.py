@@ -81,45 +81,33 @@ _WORD_OR_SPACE = re.compile(r"[\w\s]")
 _GLUE_TABLE = _GlueAround()
 
 
-def mark_words(words: Sequence[str]) -> Tuple[str, Optional[List[int]]]:
-    """The "marked" form of a token sequence, used for dictionary matching.
-
-    Tokens are joined by one space and every punctuation mark inside a token is set off
-    by GLUE ("IL-2" -> "IL\x01-\x012"): ``marked.split(" ")`` are the tokens, and
-    replacing GLUE by a space gives the scan string (fine pieces joined by spaces) in
-    which terms are looked up. A handful of C-level string operations per line, no
-    per-token Python work.
-
-    words (Sequence[str]): Coarse tokens (``tokenize`` output or a Doc's token texts).
-    RETURNS (Tuple[str, Optional[List[int]]]): The marked string and, when some tokens
-        have no visible character (spaCy's whitespace tokens), the original index of each
-        marked token.
+def glue_punctuation(joined: str) -> str:
+    """Set off every punctuation mark inside a token by GLUE, in a string of tokens joined
+    by spaces (lines may be joined by newlines): "IL-2 (x)" -> "IL\x01-\x012 (\x01x\x01)".
+    GLUE next to a space, a newline or another GLUE is dropped, so standalone marks stay
+    tokens of their own. C-level string operations only.
     """
-    index = None
-    marked = " ".join(words)
-    # An empty or whitespace token (or one with inner whitespace) changes the split count.
-    if len(marked.split()) != len(words):
-        index = [i for i, w in enumerate(words) if w and not w.isspace()]
-        # Inner whitespace (never from spaCy's tokenizer) becomes "_": still one token.
-        marked = " ".join("_".join(words[i].split()) for i in index)
-    marked = marked.translate(_GLUE_TABLE)
+    marked = joined.translate(_GLUE_TABLE)
     # Separators next to a token boundary or another separator are not glue.
-    marked = marked.replace(GLUE + GLUE, GLUE).replace(" " + GLUE, " ")
-    return marked.replace(GLUE + " ", " ").strip(GLUE), index
+    marked = marked.replace(GLUE + GLUE, GLUE).replace(" " + GLUE, " ").replace(GLUE + " ", " ")
+    if "\n" in marked:
+        marked = marked.replace("\n" + GLUE, "\n").replace(GLUE + "\n", "\n")
+    return marked.strip(GLUE)
 
 
-def mark_line(text: str, tokenizer: str = "regex") -> str:
-    """``mark_words`` of ``tokenize(text, tokenizer)``.
-
-    text (str): A cleaned line (no control characters, so GLUE cannot occur in it).
-    tokenizer (str): "regex" or "whitespace".
-    RETURNS (str): The marked string.
+def clean_tokens(words: Sequence[str]) -> Tuple[List[str], Optional[List[int]]]:
+    """Tokens fit for joining by spaces: whitespace tokens (spaCy) dropped, inner whitespace
+    (never from spaCy's tokenizer) replaced by "_"; with the kept tokens' original indices,
+    or None when every token was fine (the usual case, checked at C speed).
     """
-    return mark_words(tokenize(text, tokenizer))[0]
+    if len(" ".join(words).split()) == len(words):
+        return list(words), None
+    index = [i for i, w in enumerate(words) if w and not w.isspace()]
+    return ["_".join(words[i].split()) for i in index], index
 
 
 def normalize_term(term: str) -> str:
-    """The scan-string form of a dictionary term (see ``mark_line``).
+    """The scan-string form of a dictionary term (see ``glue_punctuation``).
 
     term (str): A term as written in a gazetteer or a gold span.
     RETURNS (str): Its fine pieces joined by single spaces; "" if it has no token.

@@ -108,3 +108,21 @@ def test_round_trip_rows():
         ("support vector machine", "dict|phrase", False), ("SVM", "pattern", True)]
     assert spans(copy, "an SVM is a Support Vector Machine not an svm") == [
         ("SVM", "pattern"), ("Support Vector Machine", "dict|phrase")]
+
+
+def test_batch_matching_equals_line_by_line_and_skips_whitespace_tokens():
+    from spacy_sciner.mining.text import glue_punctuation, tokenize
+
+    d = TermDictionary(case="smart")
+    for term in ("IL-2", "protein kinase C", "NF-kappaB", "T cell", "(R)-acid"):
+        d.add(term)
+    lines = ["IL-2 activates protein kinase C in T cells .", "(IL-2) and NF-kappaB's role",
+             "", "no term here", "T cell ( R ) - acid and (R)-acid", "IL-2" * 3]
+    token_lists = [tokenize(line) for line in lines]
+    assert d.match_many(token_lists) == [d.match(words) for words in token_lists]
+    # "NF-kappaB's" is one token (inner apostrophe): NF-kappaB is inside a word there.
+    assert d.match_many(token_lists)[:2] == [[(0, 1, "dict"), (2, 5, "dict")], [(1, 2, "dict")]]
+    assert d.match_text(lines[4]) == [(0, 2, "dict"), (2, 7, "dict"), (8, 13, "dict")]
+    # spaCy whitespace tokens are skipped, indices still refer to the original tokens.
+    assert d.match(["T", "\n", "cell", " ", "IL-2"]) == [(0, 3, "dict"), (4, 5, "dict")]
+    assert glue_punctuation("IL-2 ( x ) a.b\n-c") == "IL\x01-\x012 ( x ) a\x01.\x01b\n-\x01c"
