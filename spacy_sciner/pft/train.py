@@ -17,7 +17,7 @@ import math
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -197,6 +197,8 @@ def train_pft(cfg: PFTConfig) -> Dict:
     from transformers import get_linear_schedule_with_warmup
 
     objectives = parse_objective(cfg.objective)
+    # An absolute corpus path, so that resuming from another working directory is allowed.
+    cfg = replace(cfg, corpus=str(Path(cfg.corpus).resolve()))
     output = Path(cfg.output)
     _ensure_writable(output)
     existing = _checkpoints(output)
