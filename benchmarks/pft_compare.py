@@ -14,7 +14,10 @@ checkpoint; a killed ``spacy train`` restarts that one run):
 
     convert -> [slice] -> build-corpus -> pft -> spacy train -> calibrate -> spacy evaluate
 
-Full comparison (hours on 2 cores; see README for the measured per-stage costs):
+Full comparison (defaults: 5,000 aux sentences, 300 PFT steps x 16 sentences, 5 training
+epochs, 3 seeds, 2 data sets = 18 PFT runs + 24 span categorizer runs; projected at roughly
+5-6 hours on a quiet 2-core machine from the measured PFT step cost, ~1.8 CPU-s per MiniLM
+step in benchmarks/results/pft_speed.md, and ~30 sentences/s fine-tuning; not yet run):
     python benchmarks/pft_compare.py --datasets scierc bionlp13cg --seeds 0 1 2
 Smoke run (minutes; tiny encoder and slices, proves the workflow, numbers meaningless):
     python -c "from spacy_sciner.testing import make_tiny_bert; make_tiny_bert('benchmarks/work/tiny-bert')"
@@ -206,11 +209,11 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=ROOT / "benchmarks" / "work" / "pft_compare")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "pft_compare")
     parser.add_argument("--pft-sentences", type=int, default=5000, help="aux sentences selected by build-corpus")
-    parser.add_argument("--pft-steps", type=int, default=600)
+    parser.add_argument("--pft-steps", type=int, default=300)
     parser.add_argument("--pft-batch-size", type=int, default=16)
     parser.add_argument("--pft-lr", type=float, default=5e-5)
     parser.add_argument("--pft-save-every", type=int, default=100)
-    parser.add_argument("--train-epochs", type=int, default=10)
+    parser.add_argument("--train-epochs", type=int, default=5)
     parser.add_argument("--train-max-steps", type=int, default=0)
     parser.add_argument("--train-eval-frequency", type=int, default=200)
     parser.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True)
