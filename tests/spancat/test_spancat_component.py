@@ -10,7 +10,6 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from spacy_sciner.spancat.component import SciNERSpanCategorizer
-from spacy_sciner.spancat.model import span_encoder_forward
 
 from spancat_helpers import TRAIN_DATA, make_examples, make_nlp, predicted_spans, train
 
@@ -172,20 +171,22 @@ def test_update_with_empty_docs(tiny_bert_dir):
     assert nlp.update(empty, losses={})["sciner_spancat"] == 0.0
 
 
-def test_long_document_is_chunked(tiny_bert_dir):
-    nlp = make_nlp(tiny_bert_dir, chunk_size=7000)
+@pytest.mark.parametrize("reducer", ["max", "mean_max"])
+def test_long_document_is_chunked(tiny_bert_dir, reducer):
+    nlp = make_nlp(tiny_bert_dir, chunk_size=7000, model={"hidden_width": 32, "reducer": reducer})
     train(nlp, make_examples(nlp), steps=2)
     pipe = nlp.get_pipe("sciner_spancat")
     pipe.cfg["threshold"] = 0.0
-    encoder = pipe.model.get_ref("span_encoder")
+    filter_head = pipe.model.get_ref("filter")
     sizes = []
+    linear_forward = filter_head._func
 
-    def spy(model, X, is_train):  # records how many spans each encoder call sees
-        sizes.append(X[1].dataXd.shape[0])
-        return span_encoder_forward(model, X, is_train)
+    def spy(model, X, is_train):  # records how many span vectors each chunk holds
+        sizes.append(X.shape[0])
+        return linear_forward(model, X, is_train)
 
-    encoder._func = spy
-    words = ("support vector machines and neural nets improve translation quality " * 556)[: 5000 * 12].split()[:5000]
+    filter_head._func = spy
+    words = ("support vector machines and neural nets improve translation quality " * 556).split()[:5000]
     doc = nlp(Doc(nlp.vocab, words=words))
     assert len(doc) == 5000
     n_candidates = sum(5000 - w + 1 for w in range(1, 9))

@@ -59,7 +59,9 @@ def test_calibrate_reaches_target_recall_and_prunes(trained_nlp):
     assert scores["spans_sc_f"] == 1.0 and report["dev_f"] == 1.0
     # Calibrated thresholds are saved with the component.
     restored = calibrated_copy(nlp).get_pipe("sciner_spancat")
-    assert restored.cfg["filter_threshold"] == report["filter_threshold"]
+    # (srsly's JSON float parsing may differ in the last bit; thresholds are floored to
+    # 6 decimals on calibration, far below any score they separate.)
+    assert restored.cfg["filter_threshold"] == pytest.approx(report["filter_threshold"], rel=1e-12)
     assert restored.cfg["calibration"]["filtration_rate"] == pytest.approx(report["filtration_rate"])
 
 

@@ -5,7 +5,13 @@ import spacy
 from spacy.ml.extract_spans import _get_span_indices
 from thinc.api import NumpyOps, Ragged, reduce_max
 
-from spacy_sciner.spancat.model import REDUCERS, build_span_categorizer, build_span_encoder, span_gather_indices
+from spacy_sciner.spancat.model import (
+    REDUCERS,
+    build_span_categorizer,
+    build_span_encoder,
+    iter_span_vectors,
+    span_gather_indices,
+)
 from spacy_sciner.spancat.sampling import enumerate_batch
 
 OPS = NumpyOps()
@@ -92,3 +98,22 @@ def test_reduce_max_layer_is_thincs():
 def test_bad_sizes(kwargs):
     with pytest.raises(ValueError, match="Invalid span categorizer sizes"):
         build_span_categorizer(tok2vec(), **kwargs)
+
+
+@pytest.mark.parametrize("reducer,width_embedding", [("max", 0), ("max", 3), ("mean", 0)])
+def test_inference_pooling_matches_the_training_encoder(reducer, width_embedding):
+    lengths = numpy.asarray([5, 0, 1, 9, 3], dtype="i")
+    X = Ragged(numpy.random.default_rng(1).normal(size=(lengths.sum(), 4)).astype("f"), lengths)
+    candidates = enumerate_batch(lengths, 4)
+    encoder = build_span_encoder(reducer, width_embedding=width_embedding, width_buckets=3)
+    encoder.initialize(X=(X, candidates))
+    expected = encoder.predict((X, candidates))
+    offsets = numpy.repeat(numpy.cumsum(lengths) - lengths, candidates.lengths)
+    wanted = {(int(s), int(e)): i for i, (s, e) in enumerate(candidates.dataXd + offsets[:, None])}
+    seen = set()
+    for rows, vectors in iter_span_vectors(encoder, X.dataXd, lengths, 4, chunk_size=5):
+        assert len(rows) <= 5
+        for (s, e), vector in zip(rows.tolist(), vectors):
+            numpy.testing.assert_array_equal(vector, expected[wanted[(s, e)]])  # exact, not approx
+            seen.add((s, e))
+    assert seen == set(wanted)  # every candidate once, none crossing a doc boundary
