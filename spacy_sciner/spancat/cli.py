@@ -35,13 +35,13 @@ def calibrate_cli(
     names = [name for name, proc in nlp.pipeline if isinstance(proc, SciNERSpanCategorizer)]
     if component is not None:
         if component not in names:
-            raise typer.BadParameter(f"'{component}' is not a sciner_spancat in {model_dir} (found: {names})")
+            _fail(f"'{component}' is not a sciner_spancat in {model_dir} (found: {names})")
         names = [component]
     if len(names) != 1:
-        raise typer.BadParameter(f"Need exactly one sciner_spancat in {model_dir}, found {names}; use --component")
+        _fail(f"Need exactly one sciner_spancat in {model_dir}, found {names}; use --component")
     examples = list(Corpus(dev_path)(nlp))
     if not examples:
-        raise typer.BadParameter(f"{dev_path} holds no docs")
+        _fail(f"{dev_path} holds no docs")
     report = nlp.get_pipe(names[0]).calibrate(
         examples, target_recall=target_recall, tune_threshold=tune_threshold, nlp=nlp, batch_size=batch_size
     )
@@ -59,3 +59,8 @@ def calibrate_cli(
     nlp.to_disk(output_dir)
     typer.echo(json.dumps(report, indent=2))
     typer.echo(f"Saved calibrated pipeline to {output_dir}")
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg="red", err=True)
+    raise typer.Exit(1)
