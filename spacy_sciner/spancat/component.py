@@ -34,7 +34,7 @@ from thinc.types import Floats2d, Ragged
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .decode import best_labels, make_span_group, set_ents
 from .filter import choose_thresholds, collect_calibration_data, sigmoid
-from .model import iter_span_vectors
+from .inference import CandidateScores, score_all_spans
 from .sampling import enumerate_batch, sample_training_spans, span_targets
 
 default_model_config = """
@@ -231,47 +231,18 @@ class SciNERSpanCategorizer(TrainablePipe):
         kept = Ragged(spans.dataXd[keep], _group_counts(spans.lengths, keep))
         return SpanScores(kept, probs, int(spans.dataXd.shape[0]))
 
-    def score_candidates(self, docs: List[Doc], prune: bool):
-        """Enumerate all candidate spans and score them chunk by chunk.
+    def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
+        """Score every candidate span of ``docs``; see ``inference.score_all_spans``.
 
-        RETURNS: (candidates Ragged, filter probabilities, boolean keep mask, class
-            probabilities of the kept candidates), all numpy.
+        docs (List[Doc]): The docs, processed by the upstream transformer.
+        prune (bool): Apply the filter threshold before the MLP.
+        RETURNS (CandidateScores): All candidates and the kept ones' probabilities.
         """
-        ops = self.model.ops
-        n_classes = len(self.labels) + 1
-        lengths = numpy.asarray([len(doc) for doc in docs], dtype="i")
-        if lengths.sum() == 0:
-            nothing = Ragged(numpy.zeros((0, 2), dtype="i"), numpy.zeros(len(docs), dtype="i"))
-            return nothing, numpy.zeros(0, "f"), numpy.zeros(0, bool), numpy.zeros((0, n_classes), "f")
-        tokvecs = self.model.get_ref("tok2vec").predict(docs)
-        # All docs as one token sequence: chunks may hold spans of several docs.
-        tokens = ops.flatten([t for t in tokvecs if len(t)])
-        rows, filter_probs, keep, probs = [], [], [], []
-        threshold = self.cfg["filter_threshold"]
-        chunks = iter_span_vectors(
-            self.model.get_ref("span_encoder"), tokens, lengths,
-            int(self.cfg["max_span_length"]), int(self.cfg["chunk_size"]),
+        return score_all_spans(
+            self.model, docs, n_classes=len(self.labels) + 1,
+            max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
+            filter_threshold=self.cfg["filter_threshold"] if prune else None,
         )
-        for chunk, reps in chunks:
-            f_probs = sigmoid(ops.to_numpy(self.model.get_ref("filter").predict(reps))[:, 0])
-            mask = f_probs >= threshold if prune else numpy.ones(len(chunk), dtype=bool)
-            if mask.any():
-                selected = reps[ops.asarray1i(numpy.flatnonzero(mask))] if not mask.all() else reps
-                probs.append(ops.to_numpy(self.model.get_ref("classifier").predict(selected)))
-            rows.append(chunk)
-            filter_probs.append(f_probs)
-            keep.append(mask)
-        rows_all, f_all, keep_all = numpy.concatenate(rows), numpy.concatenate(filter_probs), numpy.concatenate(keep)
-        probs_all = numpy.concatenate(probs) if probs else numpy.zeros((0, n_classes), "f")
-        # Regroup per doc, by width then start within a doc (enumerate_batch's order).
-        ends = numpy.cumsum(lengths)
-        doc_ids = numpy.searchsorted(ends, rows_all[:, 0], side="right")
-        order = numpy.lexsort((rows_all[:, 0], rows_all[:, 1] - rows_all[:, 0], doc_ids))
-        kept_rank = numpy.cumsum(keep_all) - 1  # row of probs_all for each kept span
-        probs_all = probs_all[kept_rank[order][keep_all[order]]]
-        local = rows_all[order] - (ends - lengths)[doc_ids[order]][:, None]
-        candidates = Ragged(local.astype("i"), numpy.bincount(doc_ids, minlength=len(docs)).astype("i"))
-        return candidates, f_all[order], keep_all[order], probs_all
 
     def set_annotations(self, docs: Iterable[Doc], scores: SpanScores) -> None:
         """Write ``doc.spans[spans_key]`` (with scores) and, optionally, ``doc.ents``.
