@@ -266,3 +266,25 @@ def test_learn_rate_scale_reaches_the_optimizer(trained_nlp):
         pipe.finish_update(fake_optimizer)
         # Only the component's own weights (MLP, filter) go through it, all scaled.
         assert calls and set(calls) == {scale}
+
+
+def test_spans_longer_than_max_count_as_misses(trained_nlp):
+    nlp = copy_nlp(trained_nlp)
+    nlp.get_pipe("sciner_spancat").cfg["max_span_length"] = 2
+    examples = make_examples(nlp)
+    scores = nlp.evaluate(examples)
+    # The two 3-token gold spans cannot be enumerated: 5 of 7 gold spans at best.
+    assert scores["spans_sc_r"] == pytest.approx(5 / 7)
+    assert scores["spans_sc_p"] == 1.0
+    assert all(len(span) <= 2 for doc in nlp.pipe([t for t, _ in TRAIN_DATA]) for span in doc.spans["sc"])
+
+
+def test_use_filter_off_ignores_the_threshold(trained_nlp):
+    nlp = copy_nlp(trained_nlp)
+    pipe = nlp.get_pipe("sciner_spancat")
+    docs = [nlp.get_pipe("transformer")(nlp.make_doc(text)) for text, _ in TRAIN_DATA]
+    pipe.cfg["filter_threshold"] = 1.0  # would prune every span
+    assert pipe.predict(docs).spans.dataXd.shape[0] == 0
+    pipe.cfg["use_filter"] = False
+    prediction = pipe.predict(docs)
+    assert prediction.spans.dataXd.shape[0] == prediction.n_candidates > 0
