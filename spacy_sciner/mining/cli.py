@@ -110,7 +110,8 @@ def mine_cli(
     for name, counts in loading.items():
         typer.echo(f"dictionary {name}: {counts['added']} terms added, skipped "
                    f"{counts['blank']} blank, {counts['duplicate']} duplicate, "
-                   f"{counts['too_short']} too short, {counts['malformed']} malformed", err=True)
+                   f"{counts['too_short']} too short, {counts['stop_word']} stop words, "
+                   f"{counts['malformed']} malformed", err=True)
     table, run = mine(paths, dictionary, cfg, n_process=n_process, batch_lines=batch_lines,
                       progress=progress)
     if top_percent < 100:

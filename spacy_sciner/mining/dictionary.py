@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import ahocorasick
+from spacy.lang.en.stop_words import STOP_WORDS
 
 from .text import GLUE, clean_tokens, glue_punctuation, normalize_term, safe_lower, tokenize
 
@@ -38,6 +39,7 @@ class LoadReport:
     blank: int = 0
     duplicate: int = 0
     too_short: int = 0
+    stop_word: int = 0
     malformed: int = 0
     examples: List[str] = field(default_factory=list)
 
@@ -56,13 +58,17 @@ class TermDictionary:
     case (str): "exact", "lowercase" or "smart" (case-insensitive unless the term is an
         acronym).
     min_chars (int): Shorter terms are skipped (one-letter gazetteer entries match noise).
+    skip_stop_words (bool): Skip one-word terms that are English stop words when loading
+        lists (SciERC labels pronouns like "this" and "it" as Generic mentions; as
+        candidates they would swamp everything else).
     """
 
-    def __init__(self, case: str = "smart", min_chars: int = 2):
+    def __init__(self, case: str = "smart", min_chars: int = 2, skip_stop_words: bool = True):
         if case not in CASE_POLICIES:
             raise ValueError(f"Unknown case policy '{case}': expected one of {CASE_POLICIES}")
         self.case = case
         self.min_chars = min_chars
+        self.skip_stop_words = skip_stop_words
         # key (lower-cased scan form) -> {surface scan form or None (any case): sources}
         self._terms: Dict[str, Dict[Optional[str], set]] = {}
         self._automaton: Optional[ahocorasick.Automaton] = None
@@ -111,6 +117,8 @@ class TermDictionary:
             report.skip("blank", path, line_no)
         elif len(normalize_term(term)) < self.min_chars:
             report.skip("too_short", path, line_no)
+        elif self.skip_stop_words and term.strip().lower() in STOP_WORDS:
+            report.skip("stop_word", path, line_no)
         elif self.add(term, source):
             report.added += 1
         else:

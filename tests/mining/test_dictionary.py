@@ -68,11 +68,14 @@ def test_special_characters_match_literally():
 
 def test_plain_gazetteer_bad_lines_are_counted(tmp_path):
     path = tmp_path / "terms.txt"
-    path.write_bytes(b"protein kinase\n\n   \nprotein kinase\nx\nNF-kappaB\n\xff\xfebad\nok term\n")
+    path.write_bytes(b"protein kinase\n\n   \nprotein kinase\nx\nNF-kappaB\n\xff\xfebad\nok term\nit\n")
     d = TermDictionary()
     report = d.load_gazetteer(str(path))
-    assert (report.added, report.blank, report.duplicate, report.too_short, report.malformed) == (
-        3, 2, 1, 1, 1)
+    assert (report.added, report.blank, report.duplicate, report.too_short, report.malformed,
+            report.stop_word) == (3, 2, 1, 1, 1, 1)
+    assert "it" not in d and "ok term" in d
+    keep = TermDictionary(skip_stop_words=False)
+    assert keep.load_gazetteer(str(path)).added == 4
     assert f"{path}:2: blank" in report.examples
     assert spans(d, "the NF - kappaB protein kinase") == [
         ("NF - kappaB", "dict"), ("protein kinase", "dict")]
