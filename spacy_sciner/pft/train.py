@@ -21,8 +21,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
-import numpy as np
-import torch
+# MKL picks code paths by memory alignment, so a resumed process (other addresses) drifted
+# from an uninterrupted one by float rounding (measured: 1e-8 in the loss after ~70 steps).
+# Strict conditional numerical reproducibility removes that at no measured cost (24.1 vs
+# 24.2 ms per MiniLM-sized matmul). MKL reads it at its first call, so setting it here works
+# as long as nothing did a BLAS call before; users can still override it.
+os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 from .data import PFTDataError, load_corpus, split_heldout
 from .heads import SpanBoundaryHead, compute_losses, load_masked_lm, load_tokenizer, max_positions
