@@ -111,6 +111,7 @@ def mine_cli(
         typer.echo(f"dictionary {name}: {counts['added']} terms added, skipped "
                    f"{counts['blank']} blank, {counts['duplicate']} duplicate, "
                    f"{counts['too_short']} too short, {counts['stop_word']} stop words, "
+                   f"{counts['no_letter']} without a letter, "
                    f"{counts['malformed']} malformed", err=True)
     table, run = mine(paths, dictionary, cfg, n_process=n_process, batch_lines=batch_lines,
                       progress=progress)

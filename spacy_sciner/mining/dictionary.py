@@ -40,6 +40,7 @@ class LoadReport:
     duplicate: int = 0
     too_short: int = 0
     stop_word: int = 0
+    no_letter: int = 0
     malformed: int = 0
     examples: List[str] = field(default_factory=list)
 
@@ -59,7 +60,7 @@ class TermDictionary:
         acronym).
     min_chars (int): Shorter terms are skipped (one-letter gazetteer entries match noise).
     skip_stop_words (bool): Skip one-word terms that are English stop words when loading
-        lists (SciERC labels pronouns like "this" and "it" as Generic mentions; as
+        lists (terms without a letter are always skipped) (SciERC labels pronouns like "this" and "it" as Generic mentions; as
         candidates they would swamp everything else).
     """
 
@@ -119,6 +120,10 @@ class TermDictionary:
             report.skip("too_short", path, line_no)
         elif self.skip_stop_words and term.strip().lower() in STOP_WORDS:
             report.skip("stop_word", path, line_no)
+        elif not any(c.isalpha() for c in term):
+            # "10" (an elliptical gene name in BioNLP13CG), "3.5", "(+)": numbers and
+            # symbols alone would match every table and figure reference.
+            report.skip("no_letter", path, line_no)
         elif self.add(term, source):
             report.added += 1
         else:

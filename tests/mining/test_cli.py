@@ -34,7 +34,7 @@ def test_mine_and_build_corpus_cli(tmp_path):
                  str(tmp_path / "train.spacy"), "-g", str(gazetteer), "--min-count", "3",
                  "--threshold", "0.0", "--n-process", "2", "--no-progress")
     assert result.returncode == 0, result.stderr
-    assert f"{gazetteer}: 1 terms added, skipped 1 blank, 1 duplicate, 1 too short, 0 stop words" in result.stderr
+    assert f"{gazetteer}: 1 terms added, skipped 1 blank, 1 duplicate, 1 too short, 0 stop words, 0 without a letter" in result.stderr
     assert "12 lines (3 empty skipped" in result.stdout
     rows = CandidateTable.read(str(table)).rows
     assert rows["random forest"].sources.startswith("dict") and rows["deep nets"].freq == 3
