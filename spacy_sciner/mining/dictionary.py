@@ -60,8 +60,9 @@ class TermDictionary:
         acronym).
     min_chars (int): Shorter terms are skipped (one-letter gazetteer entries match noise).
     skip_stop_words (bool): Skip one-word terms that are English stop words when loading
-        lists (terms without a letter are always skipped) (SciERC labels pronouns like "this" and "it" as Generic mentions; as
-        candidates they would swamp everything else).
+        lists (SciERC labels pronouns like "this" and "it" as Generic mentions; as
+        candidates they would swamp everything else). Terms without a letter are always
+        skipped.
     """
 
     def __init__(self, case: str = "smart", min_chars: int = 2, skip_stop_words: bool = True):
