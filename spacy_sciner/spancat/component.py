@@ -2,9 +2,10 @@
 
 Training: every gold span of ``doc.spans[spans_key]`` (nested and overlapping allowed,
 also spans longer than ``max_span_length``) plus ``negatives_per_doc`` random non-gold
-spans of width <= ``max_span_length`` per doc; cross-entropy over labels + "no entity",
-and a binary cross-entropy for the high-recall filter head, both through the shared
-transformer.
+spans of width <= ``max_span_length`` per doc, drawn from a generator seeded with
+``seed`` (reset by ``initialize``); cross-entropy over the labels + "no entity" (class
+index ``len(labels)``), and a binary cross-entropy for the high-recall filter head, both
+through the shared transformer.
 
 Inference only looks at the doc (never at a reference): all spans of width
 ``1..max_span_length`` are enumerated with numpy and scored in chunks of at most
@@ -19,6 +20,11 @@ Output:
   ``doc.spans[spans_key].attrs["scores"]`` holds those probabilities, in span order.
 * ``doc.ents`` (if ``write_ents``): a non-overlapping subset of those spans, chosen
   greedily by score, highest first.
+
+Calibration (dev data only): ``calibrate()`` sets ``filter_threshold`` to keep
+``target_recall`` of the gold spans up to ``max_span_length`` and, optionally,
+``threshold`` to the dev-F1 optimum; both and the report live in ``cfg`` and are saved
+with the pipeline.
 """
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
