@@ -101,8 +101,7 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
     if variant != "none":
         pft_dir = run_dir / "pft"
         pft_log = pft_dir / "pft_log.json"
-        finished = pft_log.exists() and json.loads(pft_log.read_text()).get("finished")
-        if not (finished and (pft_dir / "config.json").exists()):
+        if not (pft_log.exists() and json.loads(pft_log.read_text()).get("installed")):
             cmd = [sys.executable, "-m", "spacy_sciner", "pft", str(paths["pft"]), str(pft_dir),
                    "--encoder", args.encoder, "--objective", variant, "--max-steps", str(args.pft_steps),
                    "--batch-size", str(args.pft_batch_size), "--lr", str(args.pft_lr), "--seed", str(seed),

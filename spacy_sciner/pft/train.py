@@ -152,6 +152,14 @@ def _install_final(output: Path, model, tokenizer) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _installed(output: Path) -> bool:
+    """Whether the final model was completely installed (the log says so only afterwards)."""
+    try:
+        return bool(json.loads((output / LOG_FILE).read_text()).get("installed"))
+    except (OSError, ValueError):
+        return False
+
+
 def _batch_indices(n_examples: int, batch_size: int, seed: int, micro: int) -> np.ndarray:
     """Examples of micro-batch ``micro``: a stateless function of the seed and the index."""
     per_epoch = math.ceil(n_examples / batch_size)
@@ -204,8 +212,9 @@ def train_pft(cfg: PFTConfig) -> Dict:
     from transformers import get_linear_schedule_with_warmup
 
     objectives = parse_objective(cfg.objective)
-    # An absolute corpus path, so that resuming from another working directory is allowed.
-    cfg = replace(cfg, corpus=str(Path(cfg.corpus).resolve()))
+    # Absolute paths, so that resuming from another working directory is allowed.
+    encoder = str(Path(cfg.encoder).resolve()) if Path(cfg.encoder).exists() else cfg.encoder
+    cfg = replace(cfg, corpus=str(Path(cfg.corpus).resolve()), encoder=encoder)
     output = Path(cfg.output)
     _ensure_writable(output)
     existing = _checkpoints(output)
@@ -244,7 +253,7 @@ def train_pft(cfg: PFTConfig) -> Dict:
                 raise ValueError(
                     f"Cannot resume {resume_from}: '{key}' was {state['config'][key]!r}, now {getattr(cfg, key)!r}"
                 )
-        if state["log"].get("finished") and state["step"] >= cfg.max_steps and (output / "config.json").exists():
+        if state["step"] >= cfg.max_steps and _installed(output):
             return json.loads((output / LOG_FILE).read_text())  # nothing left to do
     torch.manual_seed(cfg.seed)  # a freshly added MLM head / the SBO head start from the seed
     model, head_info = load_masked_lm(str(resume_from) if resume_from else cfg.encoder)
@@ -351,6 +360,7 @@ def train_pft(cfg: PFTConfig) -> Dict:
             checkpoint()
     bar.close()
     _install_final(output, model, tokenizer)
-    log["finished"] = True
+    # Written last: a run killed while installing is finished again by --resume.
+    log.update({"finished": True, "installed": True})
     _write_json_atomic(output / LOG_FILE, log)
     return log

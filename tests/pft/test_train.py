@@ -157,3 +157,23 @@ def test_disk_full_keeps_the_last_good_checkpoint(tmp_path, tiny_bert_dir, corpu
     # The intact checkpoint resumes to the end.
     log = train_pft(pft_config(corpus_jsonl, out, tiny_bert_dir, max_steps=12, save_every=4, resume=True))
     assert log["resumed_at"] == [4] and log["steps"] == 12 and (out / "config.json").exists()
+
+
+def test_kill_during_final_install_is_finished_by_resume(tmp_path, tiny_bert_dir, corpus_jsonl, pft_config,
+                                                         monkeypatch):
+    real_install = train_module._install_final
+
+    def killed_half_way(output, model, tokenizer):
+        (output / "config.json").write_text("{}")  # one file landed, then the process died
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, "_install_final", killed_half_way)
+    out = tmp_path / "o"
+    with pytest.raises(KeyboardInterrupt):
+        train_pft(pft_config(corpus_jsonl, out, tiny_bert_dir, max_steps=4))
+    monkeypatch.setattr(train_module, "_install_final", real_install)
+    log = train_pft(pft_config(corpus_jsonl, out, tiny_bert_dir, max_steps=4, resume=True))
+    assert log["installed"] and json.loads((out / "pft_log.json").read_text())["installed"]
+    load_masked_lm(str(out))  # a complete checkpoint now
+    # A further --resume has nothing left to do and returns the same log.
+    assert train_pft(pft_config(corpus_jsonl, out, tiny_bert_dir, max_steps=4, resume=True)) == log
