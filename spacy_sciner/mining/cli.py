@@ -8,7 +8,7 @@
 import json
 import os
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import typer
 
@@ -63,7 +63,7 @@ def _sources(value: str) -> Tuple[str, ...]:
 
 @sciner_cli.command("mine")
 def mine_cli(
-    inputs: List[Path] = typer.Argument(..., help="Text files, one sentence or document per line"),
+    inputs: List[Path] = typer.Argument(..., help="Text files (one sentence or document per line) or DocBins (.spacy)"),
     output: Path = typer.Option(..., "--output", "-o", help="Candidate table to write (.tsv)"),
     train: Optional[Path] = typer.Option(None, "--train", help="DocBin of labeled training data: its entities become dictionary terms"),
     gazetteer: Optional[List[Path]] = typer.Option(None, "--gazetteer", "-g", help="Gazetteer file (one term per line or BEL name|code); repeatable"),
@@ -134,7 +134,7 @@ def mine_cli(
 
 @sciner_cli.command("build-corpus")
 def build_corpus_cli(
-    inputs: List[Path] = typer.Argument(..., help="Text files, one sentence or document per line"),
+    inputs: List[Path] = typer.Argument(..., help="Text files (one sentence or document per line) or DocBins (.spacy)"),
     candidates: Optional[Path] = typer.Option(None, "--candidates", "-c", help="Candidate table from `mine`"),
     output: Path = typer.Option(..., "--output", "-o", help="Output .spacy (DocBin) or .jsonl"),
     n: int = typer.Option(30000, "--n", help="Number of sentences to select"),

@@ -23,7 +23,7 @@ With too few positives the score falls back to an unsupervised concordance avera
 """
 import math
 from collections import Counter
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 import numpy
 

@@ -184,9 +184,10 @@ def clean_line(raw: bytes, path: str, line_no: int, stats: ReadStats) -> Optiona
 def read_documents(
     paths: Sequence[str], doc_boundary: str = "line", stats: Optional[ReadStats] = None
 ) -> Iterator[List[Tuple[str, int, str]]]:
-    """Stream documents from text files, one line each or blank-line separated.
+    """Stream documents from text files, one line each or blank-line separated, or DocBins.
 
-    paths (Sequence[str]): Text files; "-" reads stdin.
+    paths (Sequence[str]): Text files; "-" reads stdin; a ``.spacy`` file is a DocBin whose
+        Docs are documents (see ``_docbin_documents``).
     doc_boundary (str): "line": every line is a document (sentences or abstracts);
         "blank": consecutive lines up to a blank line form one document, so that an
         acronym defined in one sentence is found in the next ones.
@@ -197,6 +198,9 @@ def read_documents(
         raise ValueError(f"Unknown doc_boundary '{doc_boundary}': expected 'line' or 'blank'")
     stats = stats if stats is not None else ReadStats()
     for path in paths:
+        if path.endswith(".spacy"):
+            yield from _docbin_documents(path, stats)
+            continue
         handle = sys.stdin.buffer if path == "-" else open(path, "rb")
         try:
             doc: List[Tuple[str, int, str]] = []
@@ -217,6 +221,28 @@ def read_documents(
         finally:
             if handle is not sys.stdin.buffer:
                 handle.close()
+
+
+def _docbin_documents(path: str, stats: ReadStats) -> Iterator[List[Tuple[str, int, str]]]:
+    """The Docs of a DocBin as documents: one line per sentence (per Doc when sentences
+    are not set), its tokens joined by single spaces (whitespace tokens dropped), so that
+    ``--tokenizer whitespace`` gives back the Doc's tokens. "Line numbers" are Doc indices.
+    """
+    from spacy.tokens import DocBin
+    from spacy.vocab import Vocab
+
+    try:
+        docbin = DocBin().from_disk(path)
+    except Exception as err:  # msgpack/srsly raise many types for a corrupt file
+        raise ValueError(f"{path}: not a readable spaCy DocBin ({err})") from err
+    for i, doc in enumerate(docbin.get_docs(Vocab())):
+        parts = doc.sents if doc.has_annotation("SENT_START") else [doc[:]]
+        lines = [" ".join(t.text for t in part if t.text.strip()) for part in parts]
+        stats.lines += len(lines)
+        stats.empty += sum(1 for line in lines if not line)
+        doc_lines = [(path, i + 1, line) for line in lines if line]
+        if doc_lines:
+            yield doc_lines
 
 
 _SENT_END = {".", "!", "?"}

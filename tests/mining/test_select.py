@@ -92,3 +92,17 @@ def test_two_processes_select_the_same_sentences(tmp_path, dictionary):
                                        n_process=2, progress=False)
         assert report["n_process"] == 2 and report["sentences_seen"] == 96  # each line is split in two
         assert [(i["source"], i["spans"]) for i in one] == [(i["source"], i["spans"]) for i in two]
+
+
+def test_docbin_input(tmp_path, dictionary):
+    nlp = spacy.blank("en")
+    docs = [nlp("A random forest (RF) works. The RF is fast."), nlp("Nothing here."), nlp(" ")]
+    DocBin(docs=docs).to_disk(tmp_path / "aux.spacy")
+    items, report = select_sentences([str(tmp_path / "aux.spacy")], dictionary, n=5,
+                                     tokenizer="whitespace", progress=False)
+    assert report["read"]["lines"] == 3 and report["read"]["empty_lines_skipped"] == 1
+    # One document: the acronym defined in its first sentence is found in the second.
+    assert [(" ".join(i["words"]), i["spans"]) for i in items][:2] == [
+        ("A random forest ( RF ) works .", [(1, 6, "pattern")]),
+        ("The RF is fast .", [(1, 2, "pattern")])]
+    assert items[0]["source"] == f"{tmp_path / 'aux.spacy'}:1"
