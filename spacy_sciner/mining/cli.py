@@ -187,7 +187,11 @@ def build_corpus_cli(
     write_corpus(items, str(output))
     run["dictionary_terms"] = len(dictionary)
     _write_json(f"{output}.report.json", run)
+    read = run["read"]
     typer.echo(
+        f"{read['lines']} lines ({read['empty_lines_skipped']} empty skipped, "
+        f"{read['lines_with_invalid_utf8_replaced']} with invalid UTF-8 repaired, "
+        f"{read['lines_with_control_chars_replaced']} with control characters repaired); "
         f"{run['sentences_seen']} sentences seen ({run['skipped_too_short']} too short, "
         f"{run['skipped_too_long']} too long skipped); {run['selected']} selected ({mode}, "
         f"weight {weight}) with {run['candidates_in_selection']} candidates -> {output}"
