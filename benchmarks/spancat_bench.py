@@ -1,0 +1,288 @@
+"""Benchmark: sciner_spancat vs spaCy's spancat and ner on the same transformer.
+
+For each dataset (SciERC JSON with nested gold, BioNLP13CG IOB2), trains three pipelines
+with `spacy train` from configs/ with the SAME encoder (offline MiniLM), epochs, seed,
+optimizer, schedule and batcher (all overridden identically on the command line), then:
+
+- accuracy on test: exact-span P/R/F against ALL gold spans (nested included, spans longer
+  than the maximum span length included), and flat-entity P/R/F (doc.ents), cross-checked
+  with seqeval on the same predictions;
+- training wall time;
+- inference words/s on the same 2,000+ sentences: bare transformer vs transformer +
+  sciner_spancat (filter on / off) vs transformer + spaCy spancat (n-grams 1..8).
+
+Writes benchmarks/results/spancat.json and spancat.md. Resumable: finished training runs
+(a `done.json` in their folder) are reused. Usage:
+
+    python benchmarks/spancat_bench.py --epochs 4 --seed 0
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import spacy
+from spacy.scorer import get_ner_prf
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT.parent / "shared" / "data"
+SPANS_KEY = "sc"
+SYSTEMS = {
+    # name: (config, component name)
+    "sciner_spancat": ("configs/sciner_spancat.cfg", "sciner_spancat"),
+    "spacy_spancat": ("configs/spacy_spancat.cfg", "spancat"),
+    "spacy_ner": ("configs/spacy_ner.cfg", "ner"),
+}
+
+
+def prepare(dataset: str, work: Path) -> Path:
+    """Convert one dataset to DocBins (train/dev/test) under work/dataset/corpus."""
+    from spacy_sciner.corpora.conll import read_conll
+    from spacy_sciner.corpora.scierc import read_scierc
+
+    out = work / dataset / "corpus"
+    if (out / "test.spacy").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    vocab = spacy.blank("en").vocab
+    for split in ("train", "dev", "test"):
+        if dataset == "scierc":
+            docs = read_scierc(DATA / "scierc" / f"{split}.json", vocab, spans_key=SPANS_KEY)
+        else:
+            docs = read_conll(DATA / "BioNLP13CG" / f"{split}.tsv", vocab, spans_key=SPANS_KEY)
+        DocBin(docs=list(docs), store_user_data=True).to_disk(out / f"{split}.spacy")
+    return out
+
+
+def train(dataset: str, system: str, corpus: Path, work: Path, args) -> dict:
+    """Run `spacy train` for one system (skipped when a finished run exists)."""
+    out = work / dataset / system
+    done = out / "done.json"
+    if done.exists():
+        return json.loads(done.read_text())
+    config, _ = SYSTEMS[system]
+    n_train = len(DocBin().from_disk(corpus / "train.spacy"))
+    # Same schedule for every system: warm-up 10% of the steps, linear decay to the end.
+    epochs = args.epochs_for(dataset)
+    steps = max(1, epochs * n_train // args.sentences_per_batch)
+    cmd = [
+        sys.executable, "-m", "spacy", "train", str(ROOT / config),
+        "--output", str(out),
+        "--paths.train", str(corpus / "train.spacy"),
+        "--paths.dev", str(corpus / "dev.spacy"),
+        "--system.seed", str(args.seed),
+        "--training.max_epochs", str(epochs),
+        "--training.max_steps", "0",
+        "--training.eval_frequency", str(max(1, steps // args.evals)),
+        "--training.patience", "0",
+        "--training.batcher.size", str(args.batch_words),
+        "--training.optimizer.learn_rate.total_steps", str(steps),
+        "--training.optimizer.learn_rate.warmup_steps", str(max(1, steps // 10)),
+        "--training.optimizer.learn_rate.initial_rate", str(args.lr),
+        "--components.transformer.model.name", args.encoder,
+        "--gpu-id", str(args.gpu_id),
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"[{dataset}/{system}] training: {' '.join(cmd[3:])}", flush=True)
+    start = time.perf_counter()
+    with open(out / "train.log", "w") as log:
+        subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    result = {"train_seconds": time.perf_counter() - start, "steps_planned": steps, "epochs": epochs,
+              "load_avg_1min_at_end": os.getloadavg()[0]}
+    if system == "sciner_spancat":
+        # Filter threshold (target recall 0.99) and decision threshold: chosen on dev only.
+        cal = subprocess.run(
+            [sys.executable, "-m", "spacy_sciner", "calibrate", str(out / "model-best"),
+             str(corpus / "dev.spacy"), str(out / "model-calibrated"),
+             "--target-recall", str(args.target_recall)],
+            check=True, capture_output=True, text=True, cwd=ROOT,
+        )
+        result["calibration_log"] = cal.stdout[-2000:]
+    done.write_text(json.dumps(result, indent=2))
+    return result
+
+
+def model_dir(dataset: str, system: str, work: Path) -> Path:
+    run = work / dataset / system
+    return run / ("model-calibrated" if system == "sciner_spancat" else "model-best")
+
+
+def predicted_spans(doc: Doc, system: str):
+    if system == "spacy_ner":
+        return list(doc.ents)
+    return list(doc.spans.get(SPANS_KEY, []))
+
+
+def evaluate(dataset: str, system: str, corpus: Path, work: Path) -> dict:
+    """Exact-span (nested gold) and flat-entity P/R/F on test, plus a seqeval cross-check."""
+    from seqeval.metrics import f1_score, precision_score, recall_score
+
+    nlp = spacy.load(model_dir(dataset, system, work))
+    gold_docs = list(DocBin().from_disk(corpus / "test.spacy").get_docs(nlp.vocab))
+    # Predict from the words alone: gold never reaches the pipeline.
+    bare = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold_docs]
+    preds = list(nlp.pipe(bare, batch_size=64))
+    if system == "spacy_spancat":
+        # spaCy's spancat writes no doc.ents: decode its spans greedily (highest score
+        # first, no overlap) so that the flat comparison is possible at all.
+        for doc in preds:
+            group = doc.spans[SPANS_KEY]
+            scores = group.attrs.get("scores")
+            order = sorted(range(len(group)), key=lambda i: -float(scores[i]))
+            taken, ents = set(), []
+            for i in order:
+                span = group[i]
+                if not taken.intersection(range(span.start, span.end)):
+                    taken.update(range(span.start, span.end))
+                    ents.append(span)
+            doc.ents = sorted(ents, key=lambda s: s.start)
+    # Exact labelled spans against ALL gold spans (nested, longer than L, filtered: all count).
+    gold = {(i, s.start, s.end, s.label_) for i, d in enumerate(gold_docs) for s in d.spans[SPANS_KEY]}
+    pred = {(i, s.start, s.end, s.label_) for i, d in enumerate(preds) for s in predicted_spans(d, system)}
+    tp = len(gold & pred)
+    sp = tp / len(pred) if pred else 0.0
+    sr = tp / len(gold) if gold else 0.0
+    sf = 2 * sp * sr / (sp + sr) if sp + sr else 0.0
+    ents = get_ner_prf([Example(p, g) for p, g in zip(preds, gold_docs)])
+
+    def bio(doc):
+        tags = ["O"] * len(doc)
+        for ent in doc.ents:
+            tags[ent.start] = f"B-{ent.label_}"
+            for i in range(ent.start + 1, ent.end):
+                tags[i] = f"I-{ent.label_}"
+        return tags
+
+    y_true = [bio(g) for g in gold_docs]
+    y_pred = [bio(p) for p in preds]
+    return {
+        "spans_p": sp, "spans_r": sr, "spans_f": sf,
+        "ents_p": ents["ents_p"], "ents_r": ents["ents_r"], "ents_f": ents["ents_f"],
+        "seqeval_p": precision_score(y_true, y_pred), "seqeval_r": recall_score(y_true, y_pred),
+        "seqeval_f": f1_score(y_true, y_pred),
+        "gold_spans": sum(len(g.spans[SPANS_KEY]) for g in gold_docs),
+    }
+
+
+def speed(dataset: str, work: Path, n_sentences: int, rounds: int) -> dict:
+    """Words/s of four pipelines over the same sentences, interleaved over `rounds`."""
+    texts = []
+    for split in ("test", "dev", "train"):
+        for doc in DocBin().from_disk(work / dataset / "corpus" / f"{split}.spacy").get_docs(spacy.blank("en").vocab):
+            texts.append([t.text for t in doc])
+    texts = texts[:n_sentences]
+    n_words = sum(len(t) for t in texts)
+    sciner = spacy.load(model_dir(dataset, "sciner_spancat", work))
+    spacy_sc = spacy.load(model_dir(dataset, "spacy_spancat", work))
+    comp = sciner.get_pipe("sciner_spancat")
+    filter_on = comp.cfg.get("use_filter", True)
+
+    def run(nlp, disable=(), use_filter=None):
+        if use_filter is not None:
+            comp.cfg["use_filter"] = use_filter
+        docs = (Doc(nlp.vocab, words=w) for w in texts)
+        start = time.perf_counter()
+        with nlp.select_pipes(disable=list(disable)):
+            for _ in nlp.pipe(docs, batch_size=64):
+                pass
+        return n_words / (time.perf_counter() - start)
+
+    variants = {
+        "transformer": lambda: run(sciner, disable=["sciner_spancat"]),
+        "transformer+sciner_spancat(filter)": lambda: run(sciner, use_filter=True),
+        "transformer+sciner_spancat(no filter)": lambda: run(sciner, use_filter=False),
+        "transformer+spacy_spancat(1..8)": lambda: run(spacy_sc),
+    }
+    run(sciner, disable=["sciner_spancat"])  # warm-up (allocations, lazy init)
+    measured = {k: [] for k in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            measured[name].append(fn())
+    comp.cfg["use_filter"] = filter_on
+    result = {"sentences": len(texts), "words": n_words, "rounds": rounds, "words_per_s": {}}
+    base = statistics.median(measured["transformer"])
+    for name, values in measured.items():
+        med = statistics.median(values)
+        result["words_per_s"][name] = {"median": med, "all": values, "ratio_vs_transformer": med / base}
+    return result
+
+
+def write_markdown(results: dict, path: Path) -> None:
+    lines = [f"# sciner_spancat vs spaCy components (seed {results['seed']}, epochs {results['epochs']}, encoder {results['encoder']})", ""]
+    lines.append(f"Machine: {results['machine']}. Load average at start / end: {results['load_start']} / {results['load_end']}.")
+    lines.append("")
+    lines.append("| dataset | system | span P | span R | span F | flat ents F | seqeval F | train s | load at end |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for ds, systems in results["accuracy"].items():
+        for system, r in systems.items():
+            lines.append(
+                f"| {ds} | {system} | {100*r['spans_p']:.1f} | {100*r['spans_r']:.1f} | {100*r['spans_f']:.1f} | "
+                f"{100*r['ents_f']:.1f} | {100*r['seqeval_f']:.1f} | {r['train_seconds']:.0f} | {r.get('load_avg_1min_at_end', float('nan')):.1f} |"
+            )
+    for ds, sp in results.get("speed", {}).items():
+        lines += ["", f"Inference on {sp['sentences']} sentences / {sp['words']} words ({ds}), median of {sp['rounds']} interleaved rounds:", "",
+                  "| pipeline | words/s | ratio vs transformer |", "|---|---:|---:|"]
+        for name, r in sp["words_per_s"].items():
+            lines.append(f"| {name} | {r['median']:.0f} | {r['ratio_vs_transformer']:.2f} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--datasets", nargs="+", default=["scierc", "bionlp13cg"])
+    p.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    p.add_argument("--epochs", nargs="+", default=["4"],
+                   help="Epochs for every dataset (e.g. 4), or per dataset (scierc=4 bionlp13cg=3); always the same for every system")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--batch-words", type=int, default=500)
+    p.add_argument("--sentences-per-batch", type=int, default=20, help="Approximate, for the LR schedule length")
+    p.add_argument("--evals", type=int, default=4, help="Dev evaluations per run (best checkpoint on dev)")
+    p.add_argument("--encoder", default="sciner-minilm")
+    p.add_argument("--gpu-id", type=int, default=-1)
+    p.add_argument("--target-recall", type=float, default=0.99)
+    p.add_argument("--speed-dataset", default="scierc")
+    p.add_argument("--speed-sentences", type=int, default=2000)
+    p.add_argument("--speed-rounds", type=int, default=3)
+    p.add_argument("--work", type=Path, default=ROOT / "benchmarks" / "work")
+    p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--skip-speed", action="store_true")
+    args = p.parse_args()
+    epochs = {}
+    for item in args.epochs:
+        name, _, value = item.rpartition("=")
+        epochs[name or "*"] = int(value)
+    args.epochs_for = lambda ds: epochs.get(ds, epochs.get("*"))
+    args.results.mkdir(parents=True, exist_ok=True)
+    results = {
+        "seed": args.seed, "epochs": {ds: args.epochs_for(ds) for ds in args.datasets}, "encoder": args.encoder, "lr": args.lr,
+        "batch_words": args.batch_words, "machine": f"{os.cpu_count()} CPU cores",
+        "load_start": os.getloadavg()[0], "accuracy": {}, "speed": {},
+    }
+    for ds in args.datasets:
+        corpus = prepare(ds, args.work)
+        results["accuracy"][ds] = {}
+        for system in args.systems:
+            run = train(ds, system, corpus, args.work, args)
+            scores = evaluate(ds, system, corpus, args.work)
+            results["accuracy"][ds][system] = {**scores, **{k: v for k, v in run.items() if k != "calibration_log"}}
+            if "calibration_log" in run:
+                results["accuracy"][ds][system]["calibration"] = run["calibration_log"]
+            print(f"[{ds}/{system}] {json.dumps(results['accuracy'][ds][system])}", flush=True)
+            (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
+    if not args.skip_speed:
+        results["speed"][args.speed_dataset] = speed(args.speed_dataset, args.work, args.speed_sentences, args.speed_rounds)
+    results["load_end"] = os.getloadavg()[0]
+    (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
+    write_markdown(results, args.results / "spancat.md")
+    print((args.results / "spancat.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
