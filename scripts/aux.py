@@ -1,0 +1,40 @@
+"""Run a command with the unlabeled auxiliary text files that fit a data set's domain.
+
+    python scripts/aux.py DATASET DATA_DIR -- COMMAND ... {AUX} ...
+
+`{AUX}` in COMMAND is replaced by the aux text files of the data set's domain (computer
+science text for SciERC and CrossNER, biomedical text for the BioNLP and other biomedical
+sets), all under DATA_DIR/aux/. project.yml uses it so that `mine` and `build-corpus` read
+the right corpus for `--vars.dataset`.
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+CS = ["CSAbstruct-text", "ACL-ARC-citations-text", "SciCite-text"]
+BIO = ["AnatEM-text", "BC2GM-text", "linnaeus-text", "Ex-PTM-text", "CRAFT-text", "JNLPBA-text"]
+DOMAIN = {
+    "demo": CS, "scierc": CS, "scierc_conll": CS, "crossner_ai": CS, "crossner_science": CS,
+    "bionlp13cg": BIO, "bionlp11id": BIO, "ncbi_disease": BIO, "bc5cdr": BIO,
+}
+
+
+def main(argv) -> int:
+    if len(argv) < 4 or argv[2] != "--":
+        sys.exit(__doc__)
+    dataset, data_dir, command = argv[0], argv[1], argv[3:]
+    if dataset not in DOMAIN:
+        sys.exit(f"No aux domain for dataset '{dataset}'. Known: {', '.join(sorted(DOMAIN))}")
+    files = [str(Path(data_dir) / "aux" / name / "text.txt") for name in DOMAIN[dataset]]
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        sys.exit(f"Aux text not found: {', '.join(missing)}")
+    expanded = []
+    for arg in command:
+        expanded.extend(files if arg == "{AUX}" else [arg])
+    print(f"aux ({dataset}): {len(files)} files", flush=True)
+    return subprocess.call(expanded)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
