@@ -10,6 +10,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 
 from spacy_sciner.spancat.component import SciNERSpanCategorizer
+from spacy_sciner.spancat.sampling import sample_training_spans
 
 from spancat_helpers import TRAIN_DATA, make_examples, make_nlp, predicted_spans, train
 
@@ -288,3 +289,23 @@ def test_use_filter_off_ignores_the_threshold(trained_nlp):
     pipe.cfg["use_filter"] = False
     prediction = pipe.predict(docs)
     assert prediction.spans.dataXd.shape[0] == prediction.n_candidates > 0
+
+
+def test_get_loss_is_summed_cross_entropy(trained_nlp):
+    pipe = trained_nlp.get_pipe("sciner_spancat")
+    examples = make_examples(trained_nlp)
+    docs = [trained_nlp.get_pipe("transformer")(eg.predicted) for eg in examples]
+    examples = [Example(doc, eg.reference) for doc, eg in zip(docs, examples)]
+    spans, targets = sample_training_spans(examples, "sc", pipe._label_map, 8, 5, numpy.random.default_rng(0))
+    scores = pipe.model.predict((docs, spans))
+    loss, d_scores = pipe.get_loss(examples, (spans, scores))
+    n_classes = len(pipe.labels) + 1
+    onehot = numpy.eye(n_classes, dtype="f")[targets]
+    numpy.testing.assert_allclose(d_scores[:, :n_classes], scores[:, :n_classes] - onehot, atol=1e-6)
+    p_entity = 1 / (1 + numpy.exp(-scores[:, n_classes].astype("f8")))
+    is_entity = targets < n_classes - 1
+    numpy.testing.assert_allclose(d_scores[:, n_classes], p_entity - is_entity, atol=1e-6)
+    expected = -numpy.log(scores[numpy.arange(len(targets)), targets]).sum() - (
+        numpy.log(p_entity[is_entity]).sum() + numpy.log(1 - p_entity[~is_entity]).sum()
+    )
+    assert loss == pytest.approx(expected, rel=1e-4)
