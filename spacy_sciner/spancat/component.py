@@ -77,7 +77,8 @@ DEFAULT_SCINER_SPANCAT_MODEL = Config().from_str(default_model_config)["model"]
         "filter_threshold": None,
         "write_ents": True,
         "chunk_size": 20000,
-        # The MLP and filter start from scratch while the transformer is pretrained.
+        # The MLP and filter start from scratch while the transformer is pretrained
+        # (SciERC, 100 steps: calibrated dev F 0.274 at 10x vs 0.092 at 1x).
         "learn_rate_scale": 10.0,
         "seed": 0,
         "scorer": {"@scorers": "spacy-sciner.span_scorer.v1"},
