@@ -4,7 +4,8 @@
 
 `{AUX}` in COMMAND is replaced by the aux text files of the data set's domain (computer
 science text for SciERC and CrossNER, biomedical text for the BioNLP and other biomedical
-sets), all under DATA_DIR/aux/. project.yml uses it so that `mine` and `build-corpus` read
+sets), all under DATA_DIR/aux/; `{GAZ}` by `-g FILE` for each gazetteer of the domain
+(the OpenBEL name lists under DATA_DIR/gazetteers/openbel/ for biomedical sets, none for CS). project.yml uses it so that `mine` and `build-corpus` read
 the right corpus for `--vars.dataset`.
 """
 import subprocess
@@ -29,10 +30,15 @@ def main(argv) -> int:
     missing = [f for f in files if not Path(f).is_file()]
     if missing:
         sys.exit(f"Aux text not found: {', '.join(missing)}")
+    gazetteers = []
+    if DOMAIN[dataset] is BIO:
+        gaz_dir = Path(data_dir) / "gazetteers" / "openbel"
+        for path in sorted(gaz_dir.glob("*.bel*")):
+            gazetteers += ["-g", str(path)]
     expanded = []
     for arg in command:
-        expanded.extend(files if arg == "{AUX}" else [arg])
-    print(f"aux ({dataset}): {len(files)} files", flush=True)
+        expanded.extend(files if arg == "{AUX}" else gazetteers if arg == "{GAZ}" else [arg])
+    print(f"aux ({dataset}): {len(files)} text files, {len(gazetteers) // 2} gazetteers", flush=True)
     return subprocess.call(expanded)
 
 
