@@ -7,6 +7,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+try:
+    import torch
+
+    # Tiny test models gain nothing from threads; on a busy 2-core machine extra threads
+    # only oversubscribe the cores (measured ~50x slower tiny-BERT updates under load).
+    torch.set_num_threads(1)
+except ImportError:  # pragma: no cover - torch is a dependency
+    pass
+
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
 
