@@ -21,7 +21,7 @@ def test_demo_workflow_runs_end_to_end(tmp_path):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, project / name)
     cmd = [sys.executable, "-m", "spacy", "project", "run", "demo", str(project),
-           "--vars.max_epochs", "2"]
+           "--vars.max_epochs", "2", "--vars.eval_frequency", "10"]
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, cwd=project, timeout=1200)
         assert result.returncode == 0, (result.stdout[-4000:], result.stderr[-4000:])
