@@ -14,17 +14,24 @@ checkpoint; a killed ``spacy train`` restarts that one run):
 
     convert -> [slice] -> build-corpus -> pft -> spacy train -> calibrate -> spacy evaluate
 
-Full comparison (defaults: 5,000 aux sentences, 300 PFT steps x 16 sentences, 5 training
-epochs, 3 seeds, 2 data sets = 18 PFT runs + 24 span categorizer runs; projected at roughly
-5-6 hours on a quiet 2-core machine from the measured PFT step cost, ~1.8 CPU-s per MiniLM
-step in benchmarks/results/pft_speed.md, and ~30 sentences/s fine-tuning; not yet run):
-    python benchmarks/pft_compare.py --datasets scierc bionlp13cg --seeds 0 1 2
+The comparison as run (benchmarks/results/pft_compare.*): a low-resource setting, the first
+600 training sentences of each set (dev: first 300, test: first 800; SciERC's dev and test are
+smaller, so all of them), 4 epochs; one PFT run per variant (300 steps x 16 sentences on 5,000
+aux sentences, seed 0) shared by the fine-tuning seeds 0, 1, 2; 6 PFT + 24 span categorizer
+runs. The two data sets ran as two processes with one thread each, about 1.5 h on 2 cores:
+    OMP_NUM_THREADS=1 python benchmarks/pft_compare.py --datasets scierc --threads 1 \
+        --limit-train 600 --limit-dev 300 --limit-test 800 --train-epochs 4 \
+        --out benchmarks/work/pft_compare_scierc          # and the same with bionlp13cg
+    python benchmarks/pft_compare.py --datasets scierc bionlp13cg --limit-train 600 \
+        --limit-dev 300 --limit-test 800 --train-epochs 4  # joins both: every run is reused
+Defaults (all data, 5 epochs) are the full-size version: projected at 5-6 hours on 2 cores.
 Smoke run (minutes; tiny encoder and slices, proves the workflow, numbers meaningless):
     python -c "from spacy_sciner.testing import make_tiny_bert; make_tiny_bert('benchmarks/work/tiny-bert')"
     python benchmarks/pft_compare.py --smoke --encoder benchmarks/work/tiny-bert
 """
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -71,7 +78,7 @@ def prepare_dataset(name: str, args, work: Path) -> Dict[str, Path]:
         run([sys.executable, "scripts/convert_dataset.py", convert_name, str(args.data_dir), str(full)],
             work / "logs" / "convert.log")
     data.mkdir(parents=True, exist_ok=True)
-    limits = {"train": args.limit_train, "dev": args.limit_eval, "test": args.limit_eval}
+    limits = {"train": args.limit_train, "dev": args.limit_dev, "test": args.limit_test}
     for split, limit in limits.items():
         if not (data / f"{split}.spacy").exists():
             slice_docbin(full / f"{split}.spacy", data / f"{split}.spacy", limit)
@@ -87,9 +94,23 @@ def prepare_dataset(name: str, args, work: Path) -> Dict[str, Path]:
     pft_corpus = work / "pft-corpus.spacy"
     if not pft_corpus.exists():
         run([sys.executable, "-m", "spacy_sciner", "build-corpus", *map(str, aux), "--output", str(pft_corpus),
-             "--train", str(data / "train.spacy"), "--n", str(args.pft_sentences), "--no-progress"],
+             "--train", str(data / "train.spacy"), "--n", str(args.pft_sentences), "--mode", "top", "--weight", "entity", "--no-progress"],
             work / "logs" / "build-corpus.log")
     return {"train": data / "train.spacy", "dev": data / "dev.spacy", "test": data / "test.spacy", "pft": pft_corpus}
+
+
+def train_steps(train: Path, args) -> int:
+    """Optimizer steps of one span categorizer run: batches of ``--batch-words`` words x epochs.
+
+    The learning-rate schedule (warm-up 10%, linear decay) is sized to the run, so a short run
+    is not spent in the warm-up of the config's default 1,000-step schedule.
+    """
+    import spacy
+    from spacy.tokens import DocBin
+
+    words = sum(len(doc) for doc in DocBin().from_disk(train).get_docs(spacy.blank("en").vocab))
+    steps = max(1, round(words / args.batch_words)) * args.train_epochs
+    return min(steps, args.train_max_steps) if args.train_max_steps else steps
 
 
 def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args, work: Path) -> Dict:
@@ -99,17 +120,20 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
     record: Dict = {"dataset": name, "variant": variant, "seed": seed}
     encoder = args.encoder
     if variant != "none":
-        pft_dir = run_dir / "pft"
+        # One PFT encoder per variant (seed --pft-seed) shared by every fine-tuning seed, unless
+        # --pft-per-seed: the seeds then measure fine-tuning variance around one PFT run.
+        pft_seed = seed if args.pft_per_seed else args.pft_seed
+        pft_dir = (run_dir if args.pft_per_seed else run_dir.parent) / "pft"
         pft_log = pft_dir / "pft_log.json"
         if not (pft_log.exists() and json.loads(pft_log.read_text()).get("installed")):
             cmd = [sys.executable, "-m", "spacy_sciner", "pft", str(paths["pft"]), str(pft_dir),
                    "--encoder", args.encoder, "--objective", variant, "--max-steps", str(args.pft_steps),
-                   "--batch-size", str(args.pft_batch_size), "--lr", str(args.pft_lr), "--seed", str(seed),
+                   "--batch-size", str(args.pft_batch_size), "--lr", str(args.pft_lr), "--seed", str(pft_seed),
                    "--save-every", str(args.pft_save_every), "--eval-every", str(args.pft_save_every),
                    "--gpu-id", str(args.gpu_id), "--threads", str(args.threads)]
             run(cmd + (["--resume"] if (pft_dir / "checkpoints").exists() else []), logs / "pft.log")
         log = json.loads(pft_log.read_text())
-        record["pft"] = {"steps": log["steps"], "wall_s": log["wall_s"], "tokens_per_s": log["tokens_per_s"],
+        record["pft"] = {"seed": pft_seed, "steps": log["steps"], "wall_s": log["wall_s"], "tokens_per_s": log["tokens_per_s"],
                          "eval_loss_first": log["eval"][0]["loss"] if log["eval"] else None,
                          "eval_loss_last": log["eval"][-1]["loss"] if log["eval"] else None,
                          "corpus": log["corpus"]}
@@ -117,12 +141,17 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
     train_dir = run_dir / "train"
     if not (train_dir / "model-best" / "meta.json").exists():
         shutil.rmtree(train_dir, ignore_errors=True)  # spacy train cannot resume: restart this run
+        steps = train_steps(paths["train"], args)
         start = time.time()
         run([sys.executable, "-m", "spacy", "train", str(args.config), "--output", str(train_dir),
              "--paths.train", str(paths["train"]), "--paths.dev", str(paths["dev"]),
              "--components.transformer.model.name", encoder, "--system.seed", str(seed),
              "--training.max_epochs", str(args.train_epochs), "--training.max_steps", str(args.train_max_steps),
-             "--training.eval_frequency", str(args.train_eval_frequency), "--gpu-id", str(args.gpu_id)],
+             "--training.eval_frequency", str(args.train_eval_frequency or max(1, steps // 4)),
+             "--training.patience", "0", "--training.batcher.size", str(args.batch_words),
+             "--training.optimizer.learn_rate.total_steps", str(steps),
+             "--training.optimizer.learn_rate.warmup_steps", str(max(1, steps // 10)),
+             "--training.optimizer.learn_rate.initial_rate", str(args.train_lr), "--gpu-id", str(args.gpu_id)],
             logs / "train.log")
         (run_dir / "train_wall_s.txt").write_text(f"{time.time() - start:.1f}")
     model = train_dir / "model-best"
@@ -155,22 +184,52 @@ def summarize(records: List[Dict]) -> List[Dict]:
                 values = [100 * r[m] for r in group]
                 row[m] = statistics.mean(values)
                 row[f"{m}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+            # Paired by seed against "none": the same seed gives the same sampling and init
+            # order, so the per-seed difference isolates the encoder's effect from seed noise.
+            base = {r["seed"]: r["f"] for r in records if r["dataset"] == name and r["variant"] == "none"}
+            deltas = [100 * (r["f"] - base[r["seed"]]) for r in group if r["seed"] in base]
+            if variant != "none" and deltas:
+                row["delta_f"] = statistics.mean(deltas)
+                row["delta_f_std"] = statistics.stdev(deltas) if len(deltas) > 1 else 0.0
+                row["wins"] = sum(round(d, 2) > 0 for d in deltas)
+            pft = [r["pft"] for r in group if "pft" in r]
+            if pft:
+                row["pft_wall_s"] = pft[0]["wall_s"]
+                row["pft_eval_loss"] = [pft[0]["eval_loss_first"], pft[0]["eval_loss_last"]]
+            row["train_wall_s"] = statistics.mean(r["train_wall_s"] or 0 for r in group)
             rows.append(row)
     return rows
 
 
+def _shown(value):
+    """Paths relative to the repository, so committed results name no machine's folders."""
+    if isinstance(value, Path) or (isinstance(value, str) and value.startswith("/") and Path(value).exists()):
+        return os.path.relpath(value, ROOT)
+    return value
+
+
 def write_results(records: List[Dict], rows: List[Dict], args, out: Path) -> None:
-    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    settings = {k: _shown(v) for k, v in vars(args).items()}
     (out.with_suffix(".json")).write_text(json.dumps({"settings": settings, "runs": records, "summary": rows}, indent=2))
     md = [f"# PFT comparison ({'SMOKE: tiny slices, numbers meaningless' if args.smoke else 'full'})", "",
-          f"Encoder `{args.encoder}`; PFT {args.pft_steps} steps x batch {args.pft_batch_size} on "
+          f"Encoder `{_shown(args.encoder)}`; PFT {args.pft_steps} steps x batch {args.pft_batch_size} on "
           f"{args.pft_sentences} selected aux sentences; span categorizer {args.train_epochs} epochs"
           f"{f' / max {args.train_max_steps} steps' if args.train_max_steps else ''}; seeds {args.seeds}; "
           f"{'calibrated on dev; ' if args.calibrate else ''}exact-span scores on test (`{args.score_key}`).", "",
-          "| data set | variant | seeds | P | R | F |", "|---|---|---|---:|---:|---:|"]
+          f"PFT: {'one run per fine-tuning seed' if args.pft_per_seed else f'one run per variant (seed {args.pft_seed}), shared by all fine-tuning seeds'}. "
+          f"Data: train {args.limit_train or 'all'} / dev {args.limit_dev or 'all'} / test {args.limit_test or 'all'} "
+          f"first docs of each split. ΔF: F minus `none` F with the same seed (mean ± std); "
+          f"wins: seeds where the variant beats `none`.", "",
+          "| data set | variant | seeds | P | R | F | ΔF vs none | wins | PFT held-out loss | PFT s | train s |",
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        delta = f"{r['delta_f']:+.2f} ± {r['delta_f_std']:.2f}" if "delta_f" in r else ""
+        wins = f"{r['wins']}/{len(r['seeds'])}" if "wins" in r else ""
+        loss = r.get("pft_eval_loss")
+        loss = f"{loss[0]:.2f} → {loss[1]:.2f}" if loss and None not in loss else ""
         md.append(f"| {r['dataset']} | {r['variant']} | {len(r['seeds'])} | {r['p']:.2f} ± {r['p_std']:.2f} | "
-                  f"{r['r']:.2f} ± {r['r_std']:.2f} | {r['f']:.2f} ± {r['f_std']:.2f} |")
+                  f"{r['r']:.2f} ± {r['r_std']:.2f} | {r['f']:.2f} ± {r['f_std']:.2f} | {delta} | {wins} | "
+                  f"{loss} | {r.get('pft_wall_s', 0):.0f} | {r['train_wall_s']:.0f} |")
     try:
         import matplotlib
 
@@ -214,11 +273,16 @@ def main() -> None:
     parser.add_argument("--pft-save-every", type=int, default=100)
     parser.add_argument("--train-epochs", type=int, default=5)
     parser.add_argument("--train-max-steps", type=int, default=0)
-    parser.add_argument("--train-eval-frequency", type=int, default=200)
+    parser.add_argument("--train-eval-frequency", type=int, default=0, help="0 = four evaluations per run")
+    parser.add_argument("--train-lr", type=float, default=1e-4)
+    parser.add_argument("--batch-words", type=int, default=500)
+    parser.add_argument("--pft-seed", type=int, default=0, help="seed of the one PFT run per variant")
+    parser.add_argument("--pft-per-seed", action="store_true", help="a separate PFT run for every fine-tuning seed")
     parser.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--score-key", default="spans_sc", help="prefix of _p/_r/_f in spacy evaluate output")
     parser.add_argument("--limit-train", type=int, default=0, help="first N train docs (0 = all)")
-    parser.add_argument("--limit-eval", type=int, default=0, help="first N dev/test docs (0 = all)")
+    parser.add_argument("--limit-dev", type=int, default=0, help="first N dev docs (0 = all)")
+    parser.add_argument("--limit-test", type=int, default=0, help="first N test docs (0 = all)")
     parser.add_argument("--aux-lines", type=int, default=0, help="first N lines of each aux file (0 = all)")
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--threads", type=int, default=2)
@@ -226,7 +290,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.datasets, args.seeds = args.datasets[:1], args.seeds[:1]
-        args.limit_train, args.limit_eval, args.aux_lines = 60, 30, 200
+        args.limit_train, args.limit_dev, args.limit_test, args.aux_lines = 60, 30, 30, 200
         args.pft_sentences, args.pft_steps, args.pft_batch_size, args.pft_save_every = 200, 6, 8, 3
         args.train_epochs, args.train_max_steps, args.train_eval_frequency = 1, 10, 5
         args.work = args.work.with_name(args.work.name + "_smoke")

@@ -1,0 +1,60 @@
+"""The PFT comparison's summary: mean ± std over seeds and paired per-seed differences."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "pft_compare.py"
+
+
+@pytest.fixture(scope="module")
+def compare():
+    spec = importlib.util.spec_from_file_location("pft_compare", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(variant, seed, f, pft=True):
+    record = {"dataset": "scierc", "variant": variant, "seed": seed, "p": f, "r": f, "f": f, "train_wall_s": 10.0}
+    if pft and variant != "none":
+        record["pft"] = {"wall_s": 5.0, "eval_loss_first": 3.0, "eval_loss_last": 2.0}
+    return record
+
+
+def test_summary_pairs_seeds_against_none(compare):
+    records = [_run("none", 0, 0.40), _run("none", 1, 0.50), _run("none", 2, 0.45),
+               _run("mlm_cand+ecb", 0, 0.42), _run("mlm_cand+ecb", 1, 0.49), _run("mlm_cand+ecb", 2, 0.48)]
+    rows = {r["variant"]: r for r in compare.summarize(records)}
+    assert rows["none"]["f"] == pytest.approx(45.0)
+    assert rows["none"]["f_std"] == pytest.approx(5.0)
+    assert "delta_f" not in rows["none"]
+    cand = rows["mlm_cand+ecb"]
+    # per-seed differences +2, -1, +3 -> mean 4/3, two wins of three
+    assert cand["delta_f"] == pytest.approx(4 / 3)
+    assert cand["delta_f_std"] == pytest.approx(2.0816659994661326)
+    assert cand["wins"] == 2
+    assert cand["pft_eval_loss"] == [3.0, 2.0]
+
+
+def test_summary_counts_a_tie_as_no_win(compare):
+    records = [_run("none", 0, 0.40), _run("mlm_random", 0, 0.40 + 1e-12)]
+    row = [r for r in compare.summarize(records) if r["variant"] == "mlm_random"][0]
+    assert row["wins"] == 0
+    assert row["delta_f_std"] == 0.0
+
+
+def test_train_steps_follow_words_and_epochs(compare, tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc("one two three four five") for _ in range(200)]  # 1,000 words
+    DocBin(docs=docs).to_disk(tmp_path / "train.spacy")
+
+    class Args:
+        batch_words, train_epochs, train_max_steps = 100, 3, 0
+
+    assert compare.train_steps(tmp_path / "train.spacy", Args) == 30
+    Args.train_max_steps = 7
+    assert compare.train_steps(tmp_path / "train.spacy", Args) == 7
