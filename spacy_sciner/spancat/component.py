@@ -42,6 +42,7 @@ from .decode import best_labels, make_span_group, set_ents
 from .filter import choose_thresholds, collect_calibration_data, sigmoid
 from .inference import CandidateScores, score_all_spans
 from .sampling import enumerate_batch, sample_training_spans, span_targets
+from .util import ScaledOptimizer, check_settings, group_counts
 
 default_model_config = """
 [model]
@@ -164,7 +165,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         seed (int): Seed of the negative-sampling random generator.
         scorer (Optional[Callable]): The scoring method.
         """
-        _check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size)
+        check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size)
         if not float(learn_rate_scale) > 0:
             raise ValueError(f"Invalid sciner_spancat settings: learn_rate_scale must be > 0, got {learn_rate_scale!r}")
         self.vocab = vocab
@@ -235,7 +236,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         docs = list(docs)
         prune = bool(self.cfg["use_filter"]) and self.cfg["filter_threshold"] is not None
         spans, filter_probs, keep, probs = self.score_candidates(docs, prune=prune)
-        kept = Ragged(spans.dataXd[keep], _group_counts(spans.lengths, keep))
+        kept = Ragged(spans.dataXd[keep], group_counts(spans.lengths, keep))
         return SpanScores(kept, probs, int(spans.dataXd.shape[0]))
 
     def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
@@ -314,7 +315,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         sgd (Optimizer): The optimizer.
         """
         scale = float(self.cfg.get("learn_rate_scale", 1.0))
-        self.model.finish_update(sgd if scale == 1.0 else _ScaledOptimizer(sgd, scale))
+        self.model.finish_update(sgd if scale == 1.0 else ScaledOptimizer(sgd, scale))
 
     def get_loss(self, examples: Iterable[Example], spans_scores: Tuple[Ragged, Floats2d]) -> Tuple[float, Floats2d]:
         """Cross-entropy of the classifier plus binary cross-entropy of the filter.
@@ -404,40 +405,3 @@ class SciNERSpanCategorizer(TrainablePipe):
             self.cfg["threshold"] = report["threshold"]
         self.cfg["calibration"] = report
         return report
-
-
-class _ScaledOptimizer:
-    """Calls an optimizer with its learning rate scaled (thinc's ``lr_scale``)."""
-
-    def __init__(self, sgd: Optimizer, scale: float) -> None:
-        self.sgd = sgd
-        self.scale = scale
-
-    def __call__(self, key, weights, gradient, *, lr_scale: float = 1.0):
-        return self.sgd(key, weights, gradient, lr_scale=lr_scale * self.scale)
-
-
-def _group_counts(lengths, keep: numpy.ndarray) -> numpy.ndarray:
-    """How many kept rows each group of a ragged array has."""
-    lengths = numpy.asarray(lengths)
-    if len(keep) == 0:
-        return numpy.zeros(len(lengths), dtype="i")
-    group = numpy.repeat(numpy.arange(len(lengths)), lengths)
-    return numpy.bincount(group, weights=keep, minlength=len(lengths)).astype("i")
-
-
-def _check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size) -> None:
-    """Fail early, with the setting's name, instead of deep inside numpy or torch."""
-    problems = []
-    if not isinstance(max_span_length, int) or max_span_length < 1:
-        problems.append(f"max_span_length must be an integer >= 1, got {max_span_length!r}")
-    if not isinstance(negatives_per_doc, int) or negatives_per_doc < 0:
-        problems.append(f"negatives_per_doc must be an integer >= 0, got {negatives_per_doc!r}")
-    if not 0.0 <= float(threshold) <= 1.0:
-        problems.append(f"threshold must be in [0, 1], got {threshold!r}")
-    if filter_threshold is not None and not 0.0 <= float(filter_threshold) <= 1.0:
-        problems.append(f"filter_threshold must be None or in [0, 1], got {filter_threshold!r}")
-    if not isinstance(chunk_size, int) or chunk_size < 1:
-        problems.append(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-    if problems:
-        raise ValueError("Invalid sciner_spancat settings: " + "; ".join(problems))

@@ -4,7 +4,7 @@ Everything here works on numpy arrays of ``(start, end)`` token offsets (end exc
 as in spaCy), without creating ``Span`` objects: a 5,000-token document has 40,000
 candidate spans of width <= 8, and a Python loop over them would dominate inference.
 """
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -50,7 +50,9 @@ def span_keys(spans: Ints2d, doc_length: int) -> Ints1d:
     return spans[:, 0].astype("int64") * (doc_length + 1) + spans[:, 1]
 
 
-def gold_spans(eg: Example, spans_key: str, label_map: Dict[str, int]) -> Tuple[Ints2d, Ints1d]:
+def gold_spans(
+    eg: Example, spans_key: str, label_map: Dict[str, int], unknown: Optional[int] = None
+) -> Tuple[Ints2d, Ints1d]:
     """The reference spans of an example, aligned to the predicted doc's tokens.
 
     Nested and overlapping spans are all kept. When one (start, end) carries several
@@ -59,6 +61,9 @@ def gold_spans(eg: Example, spans_key: str, label_map: Dict[str, int]) -> Tuple[
     eg (Example): The example.
     spans_key (str): Key of ``doc.spans`` holding the gold spans.
     label_map (Dict[str, int]): Label to class index.
+    unknown (Optional[int]): Class index for labels outside ``label_map`` (evaluation data
+        may hold labels that training never saw: they stay gold, and are never predicted);
+        None raises a ValueError instead (training).
     RETURNS (Tuple[Ints2d, Ints1d]): (start, end) rows and their class indices.
     """
     if spans_key not in eg.reference.spans:
@@ -67,6 +72,9 @@ def gold_spans(eg: Example, spans_key: str, label_map: Dict[str, int]) -> Tuple[
     rows: Dict[Tuple[int, int], int] = {}
     for span in aligned:
         if span.label_ not in label_map:
+            if unknown is not None:
+                rows.setdefault((span.start, span.end), unknown)
+                continue
             raise ValueError(
                 f"Gold span '{span.text}' (tokens {span.start}-{span.end}) in doc "
                 f"'{eg.reference.text[:40]}...' has label '{span.label_}', which the "

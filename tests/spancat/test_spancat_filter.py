@@ -76,3 +76,18 @@ def test_lower_target_recall_prunes_more_and_recall_counts_pruned(trained_nlp):
     scores = nlp.evaluate(make_examples(nlp))
     # Gold spans lost to the filter count as misses.
     assert scores["spans_sc_r"] == pytest.approx(loose["filter_recall"])
+
+
+def test_calibrate_counts_dev_labels_unseen_in_training_as_misses(trained_nlp):
+    """Dev data may hold a label that the training slice never had: it stays gold (the
+    filter must keep it, and recall counts it) but can never be predicted correctly."""
+    nlp = calibrated_copy(trained_nlp)
+    pipe = nlp.get_pipe("sciner_spancat")
+    assert "Gene" not in pipe.labels
+    dev = TRAIN_DATA + [("p53 binds dna", [(0, 1, "Gene")])]
+    report = pipe.calibrate(make_examples(nlp, dev), target_recall=1.0, nlp=nlp)
+    assert report["n_gold_spans"] == 8
+    assert report["filter_recall"] == 1.0
+    # At most 7 of the 8 gold (span, label) pairs can be right.
+    assert report["dev_r"] <= 7 / 8 + 1e-9
+    assert report["dev_f"] > 0.0
