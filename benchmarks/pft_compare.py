@@ -16,14 +16,14 @@ checkpoint; a killed ``spacy train`` restarts that one run):
 
 The comparison as run (benchmarks/results/pft_compare.*): a low-resource setting, the first
 600 training sentences of each set (dev: first 300, test: first 800; SciERC's dev and test are
-smaller, so all of them), 4 epochs; one PFT run per variant (300 steps x 16 sentences on 5,000
+smaller, so all of them), 6 epochs (model-last); one PFT run per variant (300 steps x 16 sentences on 5,000
 aux sentences, seed 0) shared by the fine-tuning seeds 0, 1, 2; 6 PFT + 24 span categorizer
 runs. The two data sets ran as two processes with one thread each, about 1.5 h on 2 cores:
     OMP_NUM_THREADS=1 python benchmarks/pft_compare.py --datasets scierc --threads 1 \
-        --limit-train 600 --limit-dev 300 --limit-test 800 --train-epochs 4 \
+        --limit-train 600 --limit-dev 300 --limit-test 800 --train-epochs 6 \
         --out benchmarks/work/pft_compare_scierc          # and the same with bionlp13cg
     python benchmarks/pft_compare.py --datasets scierc bionlp13cg --limit-train 600 \
-        --limit-dev 300 --limit-test 800 --train-epochs 4  # joins both: every run is reused
+        --limit-dev 300 --limit-test 800 --train-epochs 6  # joins both: every run is reused
 Defaults (all data, 5 epochs) are the full-size version: projected at 5-6 hours on 2 cores.
 Smoke run (minutes; tiny encoder and slices, proves the workflow, numbers meaningless):
     python -c "from spacy_sciner.testing import make_tiny_bert; make_tiny_bert('benchmarks/work/tiny-bert')"
@@ -139,7 +139,7 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
                          "corpus": log["corpus"]}
         encoder = str(pft_dir.resolve())
     train_dir = run_dir / "train"
-    if not (train_dir / "model-best" / "meta.json").exists():
+    if not (train_dir / "model-last" / "meta.json").exists():
         shutil.rmtree(train_dir, ignore_errors=True)  # spacy train cannot resume: restart this run
         steps = train_steps(paths["train"], args)
         start = time.time()
@@ -147,14 +147,17 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
              "--paths.train", str(paths["train"]), "--paths.dev", str(paths["dev"]),
              "--components.transformer.model.name", encoder, "--system.seed", str(seed),
              "--training.max_epochs", str(args.train_epochs), "--training.max_steps", str(args.train_max_steps),
-             "--training.eval_frequency", str(args.train_eval_frequency or max(1, steps // 4)),
+             # With --select last, one evaluation at the end is enough (nothing is chosen by it).
+             "--training.eval_frequency", str(args.train_eval_frequency or (steps if args.select == "last" else max(1, steps // 4))),
              "--training.patience", "0", "--training.batcher.size", str(args.batch_words),
              "--training.optimizer.learn_rate.total_steps", str(steps),
              "--training.optimizer.learn_rate.warmup_steps", str(max(1, steps // 10)),
              "--training.optimizer.learn_rate.initial_rate", str(args.train_lr), "--gpu-id", str(args.gpu_id)],
             logs / "train.log")
         (run_dir / "train_wall_s.txt").write_text(f"{time.time() - start:.1f}")
-    model = train_dir / "model-best"
+    # model-last by default: the schedule decays to zero at the last step, and spacy train's
+    # model-best is chosen at the uncalibrated threshold 0.5, where a short run scores ~0.
+    model = train_dir / f"model-{args.select}"
     if args.calibrate:
         calibrated = run_dir / "model-calibrated"
         if not (calibrated / "meta.json").exists():
@@ -215,7 +218,7 @@ def write_results(records: List[Dict], rows: List[Dict], args, out: Path) -> Non
           f"Encoder `{_shown(args.encoder)}`; PFT {args.pft_steps} steps x batch {args.pft_batch_size} on "
           f"{args.pft_sentences} selected aux sentences; span categorizer {args.train_epochs} epochs"
           f"{f' / max {args.train_max_steps} steps' if args.train_max_steps else ''}; seeds {args.seeds}; "
-          f"{'calibrated on dev; ' if args.calibrate else ''}exact-span scores on test (`{args.score_key}`).", "",
+          f"model-{args.select}, {'calibrated on dev; ' if args.calibrate else ''}exact-span scores on test (`{args.score_key}`).", "",
           f"PFT: {'one run per fine-tuning seed' if args.pft_per_seed else f'one run per variant (seed {args.pft_seed}), shared by all fine-tuning seeds'}. "
           f"Data: train {args.limit_train or 'all'} / dev {args.limit_dev or 'all'} / test {args.limit_test or 'all'} "
           f"first docs of each split. ΔF: F minus `none` F with the same seed (mean ± std); "
@@ -278,6 +281,7 @@ def main() -> None:
     parser.add_argument("--batch-words", type=int, default=500)
     parser.add_argument("--pft-seed", type=int, default=0, help="seed of the one PFT run per variant")
     parser.add_argument("--pft-per-seed", action="store_true", help="a separate PFT run for every fine-tuning seed")
+    parser.add_argument("--select", choices=("last", "best"), default="last", help="model-last or model-best")
     parser.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--score-key", default="spans_sc", help="prefix of _p/_r/_f in spacy evaluate output")
     parser.add_argument("--limit-train", type=int, default=0, help="first N train docs (0 = all)")
