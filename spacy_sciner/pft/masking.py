@@ -103,7 +103,10 @@ def span_positions(
         pieces just outside each span are its SBO boundaries (always present: the special
         tokens close the sequence on both sides).
     """
-    words = _word_pieces(word_ids)
+    # Words in order, by position: a window of a long sentence starts at a word index > 0,
+    # and a word with no pieces leaves a gap, so word indices are not 0..n-1.
+    pieces = _word_pieces(word_ids)
+    words = [pieces[w] for w in sorted(pieces)]
     n_words, limit = len(words), budget(word_ids, mask_ratio)
     masked = np.zeros(len(word_ids), dtype=bool)
     spans: List[Tuple[int, int]] = []

@@ -116,6 +116,23 @@ def test_span_positions_are_whole_words_within_budget():
         assert all(e < s for e, s in zip(ends, starts[1:]))  # disjoint, not touching
 
 
+
+def test_span_positions_in_a_window_and_with_gaps_in_word_indices():
+    """A window of a long sentence starts at word 23, and word 30 has no pieces: spans
+    are still whole words of this window (this raised a KeyError in a real PFT run)."""
+    words = [w for w in range(23, 60) if w != 30]
+    word_ids = [-1] + [w for w in words for _ in range(1 + w % 2)] + [-1]
+    limit = budget(word_ids, 0.15)
+    seen = set()
+    for seed in range(200):
+        spans = span_positions(word_ids, np.random.default_rng(seed), 0.15)
+        assert spans and sum(e - s for s, e in spans) <= limit
+        for s, e in spans:
+            assert word_ids[s] >= 0 and word_ids[e - 1] >= 0
+            assert word_ids[s - 1] != word_ids[s] and word_ids[e] != word_ids[e - 1]
+            seen.add(word_ids[s])
+    assert min(seen) == 23 and max(seen) > 50  # the whole window is sampled
+
 def test_bert_corrupt_80_10_10():
     rng = np.random.default_rng(0)
     ids = np.full(20000, 2000)
