@@ -220,7 +220,7 @@ def main() -> None:
         f"- masking alone: mlm_random {mask_time['mlm_random'] * 1e3:.2f} ms/batch, mlm_cand+ecb "
         f"{mask_time['mlm_cand+ecb'] * 1e3:.2f} ms/batch (CPU): the difference is {masking_overhead * 100:.2f}% "
         "of an mlm_random step",
-        f"- load: before `{load_before}`; after `{load_after}` (2 cores shared with other jobs)",
+        f"- load: before `{load_before}`; after `{load_after}` (uptime: a 1-min load near 2 means the 2 cores were busy with this run only)",
     ]
     args.out.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
