@@ -16,9 +16,10 @@ checkpoint; a killed ``spacy train`` restarts that one run):
 
 The comparison as run (benchmarks/results/pft_compare.*): a low-resource setting, the first
 600 training sentences of each set (dev: first 300, test: first 800; SciERC's dev and test are
-smaller, so all of them), 6 epochs (model-last); one PFT run per variant (300 steps x 16 sentences on 5,000
-aux sentences, seed 0) shared by the fine-tuning seeds 0, 1, 2; 6 PFT + 24 span categorizer
-runs. The two data sets ran as two processes with one thread each, about 1.5 h on 2 cores:
+smaller, so all of them), 6 epochs, model-last; one PFT run per variant (300 steps x 16
+sentences on 5,000 aux sentences, seed 0) shared by the fine-tuning seeds 0, 1, 2; 6 PFT + 24
+span categorizer runs. The two data sets ran as two processes with one thread each, 1 h 41 min
+of wall time on 2 cores:
     OMP_NUM_THREADS=1 python benchmarks/pft_compare.py --datasets scierc --threads 1 \
         --limit-train 600 --limit-dev 300 --limit-test 800 --train-epochs 6 \
         --out benchmarks/work/pft_compare_scierc          # and the same with bionlp13cg
@@ -276,7 +277,7 @@ def main() -> None:
     parser.add_argument("--pft-save-every", type=int, default=100)
     parser.add_argument("--train-epochs", type=int, default=5)
     parser.add_argument("--train-max-steps", type=int, default=0)
-    parser.add_argument("--train-eval-frequency", type=int, default=0, help="0 = four evaluations per run")
+    parser.add_argument("--train-eval-frequency", type=int, default=0, help="0 = one evaluation at the end with --select last, four with --select best")
     parser.add_argument("--train-lr", type=float, default=1e-4)
     parser.add_argument("--batch-words", type=int, default=500)
     parser.add_argument("--pft-seed", type=int, default=0, help="seed of the one PFT run per variant")
