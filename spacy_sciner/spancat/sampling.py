@@ -81,7 +81,9 @@ def gold_spans(
                 f"component does not know. Known labels: {sorted(label_map)}. Add it "
                 "with add_label() or initialize() on data that contains it."
             )
-        rows.setdefault((span.start, span.end), label_map[span.label_])
+        key = (span.start, span.end)
+        if key not in rows or (unknown is not None and rows[key] == unknown):
+            rows[key] = label_map[span.label_]  # a known label wins over an unknown one
     if not rows:
         return numpy.zeros((0, 2), dtype="i"), numpy.zeros((0,), dtype="i")
     spans = numpy.asarray(list(rows.keys()), dtype="i")

@@ -91,3 +91,12 @@ def test_calibrate_counts_dev_labels_unseen_in_training_as_misses(trained_nlp):
     # At most 7 of the 8 gold (span, label) pairs can be right.
     assert report["dev_r"] <= 7 / 8 + 1e-9
     assert report["dev_f"] > 0.0
+
+
+def test_gold_spans_prefer_a_known_label_over_an_unknown_one_on_the_same_span():
+    from spacy_sciner.spancat.sampling import gold_spans
+
+    nlp = spacy.blank("en")
+    (eg,) = make_examples(nlp, [("p53 binds dna", [(0, 1, "Gene"), (0, 1, "Method"), (2, 3, "Gene")])])
+    spans, labels = gold_spans(eg, "sc", {"Method": 0, "Task": 1}, unknown=2)
+    assert spans.tolist() == [[0, 1], [2, 3]] and labels.tolist() == [0, 2]
