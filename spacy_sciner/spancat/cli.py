@@ -14,7 +14,7 @@ def calibrate_cli(
     dev_path: Path = typer.Argument(..., help="Dev DocBin (.spacy) with gold spans", exists=True),
     output_dir: Path = typer.Argument(..., help="Where to save the calibrated pipeline"),
     target_recall: float = typer.Option(0.99, "--target-recall", help="Fraction of reachable gold spans the filter keeps"),
-    tune_threshold: bool = typer.Option(True, "--tune-threshold/--keep-threshold", help="Also set the decision threshold to the dev-F1 optimum"),
+    tune_threshold: bool = typer.Option(True, "--tune-threshold/--keep-threshold", help="Also choose the decision rule on dev: argmax, or a probability floor where it beats argmax"),
     component: Optional[str] = typer.Option(None, "--component", help="Component name (default: the only sciner_spancat)"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for CPU"),
     batch_size: int = typer.Option(64, "--batch-size", help="Docs per batch"),
@@ -52,9 +52,10 @@ def calibrate_cli(
         f"prunes {report['filtration_rate']:.2%} of {report['n_candidates']} candidate spans"
     )
     if tune_threshold:
+        rule = "argmax" if report["threshold"] is None else f"probability floor {report['threshold']:.4g}"
         typer.echo(
-            f"decision threshold {report['threshold']:.4g}: dev P {report['dev_p']:.4f} "
-            f"R {report['dev_r']:.4f} F {report['dev_f']:.4f}"
+            f"decision rule {rule}: dev P {report['dev_p']:.4f} R {report['dev_r']:.4f} F {report['dev_f']:.4f} "
+            f"(argmax F {report['argmax_dev_f']:.4f}, best floor {report['floor_threshold']:.4g} F {report['floor_dev_f']:.4f})"
         )
     nlp.to_disk(output_dir)
     typer.echo(json.dumps(report, indent=2))
