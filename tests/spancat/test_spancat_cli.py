@@ -20,7 +20,7 @@ def test_calibrate_cli_saves_thresholds(trained_nlp, tmp_path):
         sciner_cli, ["calibrate", str(tmp_path / "model"), str(dev), str(tmp_path / "out"), "--target-recall", "0.9"]
     )
     assert result.exit_code == 0, result.output
-    assert "filter threshold" in result.output and "prunes" in result.output and "decision threshold" in result.output
+    assert "filter threshold" in result.output and "prunes" in result.output and "decision rule" in result.output
     pipe = spacy.load(tmp_path / "out").get_pipe("sciner_spancat")
     report = pipe.cfg["calibration"]
     assert report["target_recall"] == 0.9 and report["filter_recall"] >= 0.9
