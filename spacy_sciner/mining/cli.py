@@ -76,7 +76,8 @@ def mine_cli(
     min_n: int = typer.Option(2, "--min-n", help="Shortest phrase in words"),
     min_count: int = typer.Option(5, "--min-count", help="Minimum frequency of a phrase"),
     threshold: float = typer.Option(0.5, "--threshold", help="Phrase quality threshold"),
-    max_ngrams: int = typer.Option(1_000_000, "--max-ngrams", help="Cap of the n-gram table (memory)"),
+    max_ngrams: int = typer.Option(1_000_000, "--max-ngrams", help="Cap of the n-gram table (memory), shared by the parts"),
+    n_parts: int = typer.Option(2, "--n-parts", help="Parts the input is dealt into, each counted on its own: the output depends on it, never on --n-process (at most n-parts processes work)"),
     top_percent: float = typer.Option(100.0, "--top-percent", help="Keep the top l%% most frequent candidates"),
     n_process: int = typer.Option(1, "--n-process", help="Worker processes"),
     batch_lines: int = typer.Option(1000, "--batch-lines", help="Lines per worker batch"),
@@ -92,7 +93,7 @@ def mine_cli(
         cfg = MinerConfig(tokenizer=tokenizer, doc_boundary=doc_boundary, case=case,
                           sources=_sources(sources), max_n=max_n, min_n=min_n,
                           min_count=min_count, threshold=threshold, max_ngrams=max_ngrams,
-                          seed=seed)
+                          n_parts=n_parts, seed=seed)
         dictionary = TermDictionary(case=case)
     except ValueError as err:
         _fail(str(err))

@@ -5,19 +5,22 @@ One pass over the corpus, in batches of documents: read and clean lines
 count n-grams; batch counts are merged into running totals (the n-gram table capped, see
 ``phrases.NgramStats``); at the end the phrase-quality model is trained and the candidate
 table built. Nothing but counts is kept, so memory does not grow with the number of lines.
-With ``n_process`` > 1 the batches are shared among forked workers (``parallel``).
+
+The batches are dealt into ``n_parts`` parts, each with an n-gram table capped at
+``max_ngrams / n_parts`` entries, and the parts are merged in order at the end; with
+``n_process`` > 1 forked workers share the parts (``parallel``). The table is the same
+whatever ``n_process`` and the timing of the workers, pruned or not; ``n_parts`` (and
+``batch_lines``) decide where a pruned table loses counts, so they are settings of the run.
 """
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Sequence, Tuple
 
-from tqdm import tqdm
-
 from .candidates import SOURCES, CandidateTable, annotate, candidate_key, tokenize_documents
 from .dictionary import TermDictionary
 from .phrases import NgramStats, score_phrases
-from .parallel import run_partitioned
+from .parallel import LineBar, run_partitioned
 
 
 @dataclass
@@ -33,6 +36,7 @@ class MinerConfig:
     min_n: int = 2
     min_count: int = 5
     max_ngrams: int = 1_000_000
+    n_parts: int = 2
     threshold: float = 0.5
     neg_ratio: float = 2.0
     seed: int = 0
@@ -41,6 +45,8 @@ class MinerConfig:
         unknown = set(self.sources) - set(SOURCES)
         if unknown or not self.sources:
             raise ValueError(f"Unknown or no sources {sorted(unknown)}: choose from {SOURCES}")
+        if self.n_parts < 1:
+            raise ValueError(f"n_parts must be >= 1, got {self.n_parts}")
 
 
 @dataclass
@@ -94,6 +100,29 @@ def process_batch(
     return result
 
 
+def add_phrases(table: CandidateTable, ngrams: NgramStats, cfg: MinerConfig) -> Dict[str, object]:
+    """Score the frequent n-grams and add the good ones to the table as "phrase" rows.
+
+    The dictionary and pattern rows are the classifier's positives; each row that is a
+    frequent n-gram gets its quality, and the "phrase" tag above the threshold.
+    RETURNS (Dict[str, object]): The phrase model's report.
+    """
+    positives = {row.text.lower() for row in table.rows.values()}
+    scores, model = score_phrases(ngrams, positives, cfg.min_count, cfg.min_n,
+                                  cfg.neg_ratio, seed=cfg.seed)
+    lowered = {row.text.lower(): row for row in table.rows.values()}
+    for key, quality in scores.items():
+        row = lowered.get(key)
+        if row is not None:
+            row.quality = quality
+            if quality >= cfg.threshold:
+                row.sources = "|".join(sorted(set(row.sources.split("|")) | {"phrase"}))
+                row.freq = max(row.freq, ngrams.ngrams[key])
+        elif quality >= cfg.threshold:
+            table.add(key, "phrase", ngrams.ngrams[key], quality)
+    return model
+
+
 def mine(
     paths: Sequence[str],
     dictionary: Optional[TermDictionary] = None,
@@ -116,42 +145,33 @@ def mine(
     if "dict" not in cfg.sources:
         dictionary = None
     start_time = time.perf_counter()
-    bar = tqdm(unit=" lines", unit_scale=True, disable=not progress, desc="mining")
-    total, read_stats = run_partitioned(
+    bar = LineBar("mining", enabled=progress)
+    part_cap = max(1, cfg.max_ngrams // cfg.n_parts)
+    parts, read_stats = run_partitioned(
         list(paths), cfg.doc_boundary, batch_lines, n_process=n_process, bar=bar,
         work=lambda batch, _: process_batch(batch, dictionary, cfg),
-        empty=lambda: BatchResult(ngrams=NgramStats(cfg.max_n, cfg.max_ngrams)))
+        empty=lambda: BatchResult(ngrams=NgramStats(cfg.max_n, part_cap)),
+        n_parts=cfg.n_parts)
     bar.close()
-    candidates, ngrams = total.candidates, total.ngrams
-    totals = {"lines": total.lines, "chars": total.chars, "tokens": total.tokens,
-              "occurrences": total.occurrences}
+    total = BatchResult(ngrams=NgramStats(cfg.max_n, cfg.max_ngrams))
+    for part in parts:
+        total.merge(part)
     scan_seconds = time.perf_counter() - start_time
     table = CandidateTable()
-    for (key, sources), count in candidates.items():
+    # Sorted, so that rows differing in case only ("SVM", "svm") meet in a fixed order.
+    for (key, sources), count in sorted(total.candidates.items()):
         table.add(key, sources, count)
     report: Dict[str, object] = {"config": asdict(cfg), "read": read_stats.as_dict()}
     if "phrase" in cfg.sources:
-        positives = {row.text.lower() for row in table.rows.values()}
-        scores, model = score_phrases(ngrams, positives, cfg.min_count, cfg.min_n,
-                                      cfg.neg_ratio, seed=cfg.seed)
-        lowered = {row.text.lower(): row for row in table.rows.values()}
-        for key, quality in scores.items():
-            row = lowered.get(key)
-            if row is not None:
-                row.quality = quality
-                if quality >= cfg.threshold:
-                    row.sources = "|".join(sorted(set(row.sources.split("|")) | {"phrase"}))
-                    row.freq = max(row.freq, ngrams.ngrams[key])
-            elif quality >= cfg.threshold:
-                table.add(key, "phrase", ngrams.ngrams[key], quality)
-        report["phrase_model"] = model
-        report["ngram_table"] = {"entries": len(ngrams.ngrams), "pruned_below": ngrams.floor}
+        report["phrase_model"] = add_phrases(table, total.ngrams, cfg)
+        report["ngram_table"] = {"entries": len(total.ngrams.ngrams),
+                                 "pruned_below": total.ngrams.floor}
     seconds = time.perf_counter() - start_time
     by_source = Counter(s for row in table.rows.values() for s in row.sources.split("|"))
     report.update(
-        lines=totals["lines"], chars=totals["chars"], tokens=totals["tokens"],
-        occurrences=totals["occurrences"], candidates=len(table), by_source=dict(by_source),
+        lines=total.lines, chars=total.chars, tokens=total.tokens,
+        occurrences=total.occurrences, candidates=len(table), by_source=dict(by_source),
         n_process=n_process, scan_seconds=round(scan_seconds, 3), seconds=round(seconds, 3),
-        lines_per_second=round(totals["lines"] / max(scan_seconds, 1e-9), 1),
+        lines_per_second=round(total.lines / max(scan_seconds, 1e-9), 1),
     )
     return table, report

@@ -98,6 +98,7 @@ class NgramStats:
         self.doc_freq.update(other.doc_freq)
         self.n_tokens += other.n_tokens
         self.n_docs += other.n_docs
+        self.floor = max(self.floor, other.floor)
         if len(self.ngrams) > self.max_entries:
             self.prune()
 
@@ -109,11 +110,15 @@ class NgramStats:
             self.ngrams = Counter({k: v for k, v in self.ngrams.items() if v > floor})
 
     def frequent(self, min_count: int, min_n: int = 1) -> List[str]:
-        """The n-grams seen at least ``min_count`` times with at least ``min_n`` words."""
-        return [
+        """The n-grams seen at least ``min_count`` times with at least ``min_n`` words, sorted.
+
+        Sorted because the table's insertion order depends on how the batches were merged,
+        and the negative sample of ``score_phrases`` is drawn by position in this list.
+        """
+        return sorted(
             k for k, v in self.ngrams.items()
             if v >= min_count and (min_n <= 1 or k.count(" ") + 1 >= min_n)
-        ]
+        )
 
     def features(self, keys: Sequence[str]) -> numpy.ndarray:
         """Quality features (FEATURE_NAMES order) of n-grams present in the table."""

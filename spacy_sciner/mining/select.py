@@ -27,11 +27,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc, DocBin, Span, SpanGroup
 from spacy.vocab import Vocab
-from tqdm import tqdm
 
 from .candidates import annotate, tokenize_documents
 from .dictionary import TermDictionary
-from .parallel import run_partitioned
+from .parallel import LineBar, run_partitioned
 from .phrases import STOP_WORDS
 
 MODES = ("top", "bottom", "random")
@@ -197,10 +196,13 @@ def select_sentences(
         return select_batch(batch, index, dictionary, n, mode, relevance, relevance_weight,
                             tokenizer, acronyms, overlap, min_tokens, max_tokens, seed)
 
-    bar = tqdm(unit=" lines", unit_scale=True, disable=not progress, desc=f"select {mode}")
-    selection, stats = run_partitioned(list(paths), doc_boundary, batch_lines, work,
-                                       lambda: Selection(n), n_process, bar)
+    bar = LineBar(f"select {mode}", enabled=progress)
+    parts, stats = run_partitioned(list(paths), doc_boundary, batch_lines, work,
+                                   lambda: Selection(n), n_process, bar)
     bar.close()
+    selection = Selection(n)
+    for part in parts:
+        selection.merge(part)
     items = []
     for key, _, _, words, spans, (path, line_no, text) in sorted(selection.heap, reverse=True):
         items.append({"words": words, "spaces": _spaces(words, text), "spans": spans,
