@@ -81,8 +81,14 @@ def build_transformer_model(
 
     Registered as ``spacy-sciner.TransformerModel.v1``. All arguments are those of
     spacy-transformers' TransformerModel.v3; ``name`` may be ``"sciner-minilm"``.
+    Also makes ``nlp.pipe(..., n_process=N)`` work with the default torch thread
+    settings (see ``spacy_sciner.multiprocess``).
     """
     from spacy_transformers.architectures import create_TransformerModel_v3
+
+    from .multiprocess import install_fork_guard
+
+    install_fork_guard()
 
     return create_TransformerModel_v3(
         name=resolve_encoder(name),
