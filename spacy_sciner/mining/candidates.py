@@ -8,12 +8,12 @@ empty when the candidate was not frequent enough to be scored.
 """
 import bisect
 import math
-import os
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .acronyms import find_acronym_candidates
 from .dictionary import Match, TermDictionary, is_acronym, resolve_overlaps
+from .output import atomic_outputs
 from .text import sentence_starts, tokenize
 
 SOURCES = ("dict", "pattern", "phrase")
@@ -97,13 +97,11 @@ class CandidateTable:
 
     def write(self, path: str) -> None:
         """Write the TSV atomically (temporary file, then os.replace)."""
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf8") as out:
+        with atomic_outputs(path) as (tmp,), open(tmp, "w", encoding="utf8") as out:
             out.write("\t".join(HEADER) + "\n")
             for row in self.sorted():
                 quality = "" if row.quality is None else f"{row.quality:.4f}"
                 out.write(f"{row.text}\t{row.sources}\t{row.freq}\t{quality}\n")
-        os.replace(tmp, path)
 
     @classmethod
     def read(cls, path: str) -> "CandidateTable":

@@ -6,15 +6,15 @@
         --candidates mining/cs/candidates.tsv --output mining/cs/pft.spacy --n 30000
 """
 import json
-import os
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import typer
 
 from ..cli import sciner_cli
 from .candidates import SOURCES, CandidateTable
 from .dictionary import TermDictionary
+from .output import atomic_outputs, check_output_path
 
 
 def _fail(message: str) -> None:
@@ -30,6 +30,27 @@ def _check_inputs(paths: List[Path]) -> List[str]:
     return [str(p) for p in paths]
 
 
+def _check_outputs(*paths: Path) -> None:
+    """Fail now, not after a long run, if an output cannot be written."""
+    for path in paths:
+        try:
+            check_output_path(path)
+        except ValueError as err:
+            _fail(str(err))
+
+
+def _write_outputs(output: Path, report: Path, write: Callable[[str], None],
+                   run: Dict[str, object]) -> None:
+    """Write an output and its run report together, atomically; fail in one line."""
+    try:
+        with atomic_outputs(output, report) as (output_tmp, report_tmp):
+            write(output_tmp)
+            with open(report_tmp, "w", encoding="utf8") as out:
+                json.dump(run, out, indent=2, ensure_ascii=False)
+    except OSError as err:
+        _fail(f"cannot write {output}: {err.strerror or err}")
+
+
 def read_training_data(path: Path, spans_key: str) -> Tuple[List[str], List[List[str]]]:
     """Gold entity texts and token lists of a DocBin (``doc.spans[spans_key]`` or ents)."""
     import spacy
@@ -39,18 +60,15 @@ def read_training_data(path: Path, spans_key: str) -> Tuple[List[str], List[List
         _fail(f"--train file not found: {path}")
     nlp = spacy.blank("en")
     entities, sentences = [], []
-    for doc in DocBin().from_disk(path).get_docs(nlp.vocab):
+    try:
+        docbin = DocBin().from_disk(path)
+    except Exception as err:  # msgpack/srsly raise many types for a corrupt file
+        _fail(f"--train {path}: not a readable spaCy DocBin ({err})")
+    for doc in docbin.get_docs(nlp.vocab):
         spans = doc.spans[spans_key] if spans_key in doc.spans else doc.ents
         entities.extend(span.text for span in spans)
         sentences.append([t.text for t in doc])
     return entities, sentences
-
-
-def _write_json(path: str, data: Dict[str, object]) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf8") as out:
-        json.dump(data, out, indent=2, ensure_ascii=False)
-    os.replace(tmp, path)
 
 
 def _sources(value: str) -> Tuple[str, ...]:
@@ -78,10 +96,10 @@ def mine_cli(
     threshold: float = typer.Option(0.5, "--threshold", help="Phrase quality threshold"),
     max_ngrams: int = typer.Option(1_000_000, "--max-ngrams", help="Cap of the n-gram table (memory), shared by the parts"),
     n_parts: int = typer.Option(2, "--n-parts", help="Parts the input is dealt into, each counted on its own: the output depends on it, never on --n-process (at most n-parts processes work)"),
-    top_percent: float = typer.Option(100.0, "--top-percent", help="Keep the top l%% most frequent candidates"),
+    top_percent: float = typer.Option(100.0, "--top-percent", help="Keep the top l% most frequent candidates"),
     n_process: int = typer.Option(1, "--n-process", help="Worker processes"),
-    batch_lines: int = typer.Option(1000, "--batch-lines", help="Lines per worker batch"),
-    seed: int = typer.Option(0, "--seed"),
+    batch_lines: int = typer.Option(1000, "--batch-lines", help="Lines per batch; batches are dealt to the parts in turn"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the phrase classifier's random negative sample"),
     report: Optional[Path] = typer.Option(None, "--report", help="Run report JSON (default: OUTPUT.report.json)"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -89,6 +107,8 @@ def mine_cli(
     from .miner import MinerConfig, mine
 
     paths = _check_inputs(inputs)
+    report = report or Path(f"{output}.report.json")
+    _check_outputs(output, report)
     try:
         cfg = MinerConfig(tokenizer=tokenizer, doc_boundary=doc_boundary, case=case,
                           sources=_sources(sources), max_n=max_n, min_n=min_n,
@@ -114,15 +134,18 @@ def mine_cli(
                    f"{counts['too_short']} too short, {counts['stop_word']} stop words, "
                    f"{counts['no_letter']} without a letter, "
                    f"{counts['malformed']} malformed", err=True)
-    table, run = mine(paths, dictionary, cfg, n_process=n_process, batch_lines=batch_lines,
-                      progress=progress)
+    if not 0 < top_percent <= 100:
+        _fail(f"--top-percent must be in (0, 100], got {top_percent}")
+    try:
+        table, run = mine(paths, dictionary, cfg, n_process=n_process,
+                          batch_lines=batch_lines, progress=progress)
+    except (OSError, ValueError, RuntimeError) as err:
+        _fail(str(err))
     if top_percent < 100:
         table = table.top_percent(top_percent)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    table.write(str(output))
     run["dictionary"] = loading
     run["written"] = len(table)
-    _write_json(str(report or f"{output}.report.json"), run)
+    _write_outputs(output, report, table.write, run)
     read = run["read"]
     typer.echo(
         f"{run['lines']} lines ({read['empty_lines_skipped']} empty skipped, "
@@ -146,14 +169,14 @@ def build_corpus_cli(
     spans_key: str = typer.Option("sc", "--spans-key", help="Gold span key in --train docs"),
     sources: str = typer.Option("dict,pattern,phrase", "--sources", help="Comma-separated sources"),
     min_quality: float = typer.Option(0.0, "--min-quality", help="Drop phrase-only candidates below this quality"),
-    top_percent: float = typer.Option(100.0, "--top-percent", help="Use the top l%% most frequent candidates"),
+    top_percent: float = typer.Option(100.0, "--top-percent", help="Use the top l% most frequent candidates"),
     tokenizer: str = typer.Option("regex", "--tokenizer", help="regex or whitespace"),
     doc_boundary: str = typer.Option("line", "--doc-boundary", help="line or blank"),
     case: str = typer.Option("smart", "--case", help="exact, lowercase or smart"),
     overlap: str = typer.Option("longest", "--overlap", help="longest or all"),
-    min_tokens: int = typer.Option(3, "--min-tokens"),
-    max_tokens: int = typer.Option(200, "--max-tokens"),
-    seed: int = typer.Option(0, "--seed"),
+    min_tokens: int = typer.Option(3, "--min-tokens", help="Skip sentences with fewer tokens (counted in the report)"),
+    max_tokens: int = typer.Option(200, "--max-tokens", help="Skip sentences with more tokens, which an encoder would truncate (counted)"),
+    seed: int = typer.Option(0, "--seed", help="Seed of --mode random and of the order of equal scores"),
     n_process: int = typer.Option(1, "--n-process", help="Worker processes"),
     batch_lines: int = typer.Option(1000, "--batch-lines", help="Lines per worker batch"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -164,6 +187,8 @@ def build_corpus_cli(
     paths = _check_inputs(inputs)
     if not str(output).endswith((".spacy", ".jsonl")):
         _fail(f"--output must end in .spacy or .jsonl: {output}")
+    report = Path(f"{output}.report.json")
+    _check_outputs(output, report)
     wanted = _sources(sources)
     try:
         dictionary = TermDictionary(case=case)
@@ -182,12 +207,10 @@ def build_corpus_cli(
             acronyms="pattern" in wanted, overlap=overlap, min_tokens=min_tokens,
             max_tokens=max_tokens, seed=seed, n_process=n_process, batch_lines=batch_lines,
             progress=progress)
-    except ValueError as err:
+    except (OSError, ValueError, RuntimeError) as err:
         _fail(str(err))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_corpus(items, str(output))
     run["dictionary_terms"] = len(dictionary)
-    _write_json(f"{output}.report.json", run)
+    _write_outputs(output, report, lambda path: write_corpus(items, path), run)
     read = run["read"]
     typer.echo(
         f"{read['lines']} lines ({read['empty_lines_skipped']} empty skipped, "

@@ -20,7 +20,6 @@ import contextlib
 import heapq
 import json
 import math
-import os
 import random
 from collections import Counter
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -30,6 +29,7 @@ from spacy.vocab import Vocab
 
 from .candidates import annotate, tokenize_documents
 from .dictionary import TermDictionary
+from .output import atomic_outputs
 from .parallel import LineBar, run_partitioned
 from .phrases import STOP_WORDS
 
@@ -264,20 +264,22 @@ def _msgpack_entry_points_loaded_once():
 
 def write_corpus(items: List[dict], output: str, spans_key: str = "candidates") -> None:
     """Write a DocBin (``.spacy``) or JSONL (``.jsonl``) file atomically."""
-    tmp = f"{output}.tmp{os.getpid()}"
-    if output.endswith(".jsonl"):
-        with open(tmp, "w", encoding="utf8") as out:
-            for item in items:
-                text = "".join(w + (" " if s else "") for w, s in zip(item["words"], item["spaces"]))
-                record = {"text": text, "tokens": item["words"],
-                          "candidates": [[s, e, src] for s, e, src in item["spans"]]}
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    elif output.endswith(".spacy"):
-        docbin = DocBin(attrs=["ORTH"], store_user_data=False)
-        with _msgpack_entry_points_loaded_once():
-            for doc in items_to_docs(items, Vocab(), spans_key):
-                docbin.add(doc)
-        docbin.to_disk(tmp)
-    else:
+    if not output.endswith((".jsonl", ".spacy")):
         raise ValueError(f"{output}: output must end in .spacy (DocBin) or .jsonl")
-    os.replace(tmp, output)
+    with atomic_outputs(output) as (tmp,):
+        if output.endswith(".jsonl"):
+            with open(tmp, "w", encoding="utf8") as out:
+                for item in items:
+                    out.write(json.dumps(_jsonl_record(item), ensure_ascii=False) + "\n")
+        else:
+            docbin = DocBin(attrs=["ORTH"], store_user_data=False)
+            with _msgpack_entry_points_loaded_once():
+                for doc in items_to_docs(items, Vocab(), spans_key):
+                    docbin.add(doc)
+            docbin.to_disk(tmp)
+
+
+def _jsonl_record(item: dict) -> dict:
+    text = "".join(w + (" " if s else "") for w, s in zip(item["words"], item["spaces"]))
+    return {"text": text, "tokens": item["words"],
+            "candidates": [[s, e, src] for s, e, src in item["spans"]]}
