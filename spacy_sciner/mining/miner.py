@@ -105,6 +105,10 @@ def add_phrases(table: CandidateTable, ngrams: NgramStats, cfg: MinerConfig) -> 
 
     The dictionary and pattern rows are the classifier's positives; each row that is a
     frequent n-gram gets its quality, and the "phrase" tag above the threshold.
+
+    table (CandidateTable): The dictionary and pattern candidates; updated in place.
+    ngrams (NgramStats): The corpus n-gram counts.
+    cfg (MinerConfig): Settings (min_count, min_n, neg_ratio, threshold, seed).
     RETURNS (Dict[str, object]): The phrase model's report.
     """
     positives = {row.text.lower() for row in table.rows.values()}
@@ -136,8 +140,9 @@ def mine(
     paths (Sequence[str]): Text files, one sentence or document per line.
     dictionary (Optional[TermDictionary]): Known terms (training entities, gazetteers).
     cfg (Optional[MinerConfig]): Settings.
-    n_process (int): Worker processes (1: work in this process).
-    batch_lines (int): Lines per batch handed to a worker.
+    n_process (int): Worker processes (1: work in this process; at most ``cfg.n_parts``).
+        The result does not depend on it.
+    batch_lines (int): Lines per batch; batch i goes to part i % ``cfg.n_parts``.
     progress (bool): Show a tqdm bar with lines/s and candidates found.
     RETURNS (Tuple[CandidateTable, Dict[str, object]]): The table and a run report.
     """
