@@ -7,24 +7,30 @@ spans of width <= ``max_span_length`` per doc, drawn from a generator seeded wit
 index ``len(labels)``), and a binary cross-entropy for the high-recall filter head, both
 through the shared transformer.
 
-Inference only looks at the doc (never at a reference): all spans of width
-``1..max_span_length`` are enumerated with numpy and scored in chunks of at most
-``chunk_size`` spans. With ``use_filter`` and a calibrated ``filter_threshold``
+Inference only looks at the doc (never at a reference): the candidates (all spans of
+width ``1..max_span_length``, or a ``suggester``'s spans; never spans with whitespace or,
+by default, punctuation-only edge tokens, see ``candidates``) are scored in chunks of at
+most ``chunk_size`` spans. With ``use_filter`` and a calibrated ``filter_threshold``
 (``calibrate()`` or ``sciner calibrate``), spans whose filter probability is below the
 threshold are dropped before the MLP. Until calibrated, the filter keeps every span.
 
 Output:
 
-* ``doc.spans[spans_key]``: every span whose best entity label (the "no entity" class
-  excluded) has probability >= ``threshold``; nested and overlapping spans allowed;
-  ``doc.spans[spans_key].attrs["scores"]`` holds those probabilities, in span order.
+* ``doc.spans[spans_key]``: every span whose argmax over the labels plus "no entity" is
+  a label (``threshold`` null, the default), or, with a probability floor ``threshold``,
+  whose best label's probability is >= it; nested and overlapping spans allowed;
+  ``doc.spans[spans_key].attrs["scores"]`` holds the best labels' probabilities.
 * ``doc.ents`` (if ``write_ents``): a non-overlapping subset of those spans, chosen
   greedily by score, highest first.
 
 Calibration (dev data only): ``calibrate()`` sets ``filter_threshold`` to keep
-``target_recall`` of the gold spans up to ``max_span_length`` and, optionally,
-``threshold`` to the dev-F1 optimum; both and the report live in ``cfg`` and are saved
-with the pipeline.
+``target_recall`` of the gold spans up to ``max_span_length`` and, optionally, replaces
+argmax by the dev-F1-best probability floor when that floor beats argmax on dev; both and
+the report live in ``cfg`` and are saved with the pipeline.
+
+The output biases start at the log class prior of the sampled training distribution
+(``initialize``): with ~94% "no entity" among sampled spans, a uniform start spends the
+first updates learning that prior instead of the entities.
 """
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
@@ -38,11 +44,15 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats2d, Ragged
 
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
-from .decode import best_labels, make_span_group, set_ents
-from .filter import choose_thresholds, collect_calibration_data, sigmoid
+from .candidates import Suggester, doc_candidates
+from .decode import best_labels, is_entity, make_span_group, set_ents
+from .filter import choose_thresholds, collect_calibration_data
 from .inference import CandidateScores, score_all_spans
 from .sampling import enumerate_batch, sample_training_spans, span_targets
-from .util import ScaledOptimizer, check_settings, group_counts
+from .util import (
+    check_settings, class_prior_biases, classifier_and_filter_loss, finish_update_scaled, group_counts,
+    sampled_class_counts,
+)
 
 default_model_config = """
 [model]
@@ -73,7 +83,11 @@ DEFAULT_SCINER_SPANCAT_MODEL = Config().from_str(default_model_config)["model"]
         "max_span_length": 8,
         # ~250 negatives per SciERC abstract (SEPT's best) / ~5 sentences per abstract.
         "negatives_per_doc": 50,
-        "threshold": 0.5,
+        # null: argmax over labels + "no entity"; a float: a probability floor.
+        "threshold": None,
+        # null: every span of 1..max_span_length tokens (the max-pooling fast path).
+        "suggester": None,
+        "allow_punct_edges": False,
         "use_filter": True,
         "filter_threshold": None,
         "write_ents": True,
@@ -98,7 +112,9 @@ def make_sciner_spancat(
     spans_key: str,
     max_span_length: int,
     negatives_per_doc: int,
-    threshold: float,
+    threshold: Optional[float],
+    suggester: Optional[Suggester],
+    allow_punct_edges: bool,
     use_filter: bool,
     filter_threshold: Optional[float],
     write_ents: bool,
@@ -110,7 +126,8 @@ def make_sciner_spancat(
     """Create a ``SciNERSpanCategorizer``; see the class for the arguments."""
     return SciNERSpanCategorizer(
         nlp.vocab, model, name, spans_key=spans_key, max_span_length=max_span_length,
-        negatives_per_doc=negatives_per_doc, threshold=threshold, use_filter=use_filter,
+        negatives_per_doc=negatives_per_doc, threshold=threshold, suggester=suggester,
+        allow_punct_edges=allow_punct_edges, use_filter=use_filter,
         filter_threshold=filter_threshold, write_ents=write_ents, chunk_size=chunk_size,
         learn_rate_scale=learn_rate_scale, seed=seed, scorer=scorer,
     )
@@ -136,7 +153,9 @@ class SciNERSpanCategorizer(TrainablePipe):
         spans_key: str = DEFAULT_SPANS_KEY,
         max_span_length: int = 8,
         negatives_per_doc: int = 50,
-        threshold: float = 0.5,
+        threshold: Optional[float] = None,
+        suggester: Optional[Suggester] = None,
+        allow_punct_edges: bool = False,
         use_filter: bool = True,
         filter_threshold: Optional[float] = None,
         write_ents: bool = True,
@@ -153,15 +172,22 @@ class SciNERSpanCategorizer(TrainablePipe):
         spans_key (str): ``doc.spans`` key for gold spans (training) and output.
         max_span_length (int): L, the longest span enumerated at inference.
         negatives_per_doc (int): Random non-gold spans trained on per doc.
-        threshold (float): Minimum best-label probability for a span to be output.
+        threshold (Optional[float]): None: a span is output when the argmax over the
+            labels plus "no entity" is a label. A float: when its best label's
+            probability is >= threshold (a floor; ``calibrate`` may set one).
+        suggester (Optional[Suggester]): spaCy-style suggester of candidate spans
+            (e.g. ``spacy.ngram_suggester.v1``, ``spacy-sciner.candidate_suggester.v1``),
+            used for training negatives and at inference; None: all spans 1..L.
+        allow_punct_edges (bool): Let punctuation-only tokens start or end a candidate
+            (whitespace tokens never do).
         use_filter (bool): Prune spans with the filter head before the MLP.
         filter_threshold (Optional[float]): Filter probability below which a span is
             pruned; None (uncalibrated) keeps every span. Set by ``calibrate``.
         write_ents (bool): Also write a non-overlapping decode to ``doc.ents``.
         chunk_size (int): Most spans scored at once, bounding memory on long docs.
-        learn_rate_scale (float): Multiplier of the optimizer's learning rate for this
-            component's own weights (the MLP and filter, trained from scratch); the
-            shared transformer is updated by its own component at the base rate.
+        learn_rate_scale (float): Multiplier of the optimizer's learning rate for the
+            span head (pooling, MLP and filter, trained from scratch). The tok2vec
+            sub-model, listener or inline transformer, always learns at the base rate.
         seed (int): Seed of the negative-sampling random generator.
         scorer (Optional[Callable]): The scoring method.
         """
@@ -172,12 +198,14 @@ class SciNERSpanCategorizer(TrainablePipe):
         self.model = model
         self.name = name
         self.scorer = scorer
+        self.suggester = suggester
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "spans_key": spans_key,
             "max_span_length": max_span_length,
             "negatives_per_doc": negatives_per_doc,
             "threshold": threshold,
+            "allow_punct_edges": allow_punct_edges,
             "use_filter": use_filter,
             "filter_threshold": filter_threshold,
             "write_ents": write_ents,
@@ -250,6 +278,7 @@ class SciNERSpanCategorizer(TrainablePipe):
             self.model, docs, n_classes=len(self.labels) + 1,
             max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
             filter_threshold=self.cfg["filter_threshold"] if prune else None,
+            suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
         )
 
     def set_annotations(self, docs: Iterable[Doc], scores: SpanScores) -> None:
@@ -260,7 +289,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         """
         spans = numpy.asarray(scores.spans.dataXd).reshape(-1, 2)
         labels, probs = best_labels(scores.probs, len(self.labels))
-        keep = probs >= float(self.cfg["threshold"])
+        keep = is_entity(scores.probs, len(self.labels), self.cfg["threshold"])
         offset = 0
         for doc, count in zip(docs, numpy.asarray(scores.spans.lengths).tolist()):
             window = slice(offset, offset + count)
@@ -295,7 +324,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         validate_examples(examples, "SciNERSpanCategorizer.update")
         spans, _ = sample_training_spans(
             examples, self.key, self._label_map, int(self.cfg["max_span_length"]),
-            int(self.cfg["negatives_per_doc"]), self._rng,
+            int(self.cfg["negatives_per_doc"]), self._rng, candidates=self._candidates(examples),
         )
         if spans.dataXd.shape[0] == 0:
             return losses
@@ -310,12 +339,20 @@ class SciNERSpanCategorizer(TrainablePipe):
         return losses
 
     def finish_update(self, sgd: Optimizer) -> None:
-        """Update this component's weights, at ``learn_rate_scale`` times the base rate.
+        """Update the span head at ``learn_rate_scale`` times the base rate and an
+        inline tok2vec (if any) at the base rate.
 
         sgd (Optimizer): The optimizer.
         """
         scale = float(self.cfg.get("learn_rate_scale", 1.0))
-        self.model.finish_update(sgd if scale == 1.0 else ScaledOptimizer(sgd, scale))
+        finish_update_scaled(self.model, sgd, scale, base_rate_part=self.model.get_ref("tok2vec"))
+
+    def _candidates(self, examples: List[Example]) -> List[numpy.ndarray]:
+        """Candidate rows of each example's predicted doc (negatives come from these)."""
+        docs = [eg.predicted for eg in examples]
+        return doc_candidates(
+            docs, int(self.cfg["max_span_length"]), self.suggester, bool(self.cfg.get("allow_punct_edges", False))
+        )
 
     def get_loss(self, examples: Iterable[Example], spans_scores: Tuple[Ragged, Floats2d]) -> Tuple[float, Floats2d]:
         """Cross-entropy of the classifier plus binary cross-entropy of the filter.
@@ -331,21 +368,8 @@ class SciNERSpanCategorizer(TrainablePipe):
         """
         spans, scores = spans_scores
         targets = span_targets(list(examples), spans, self.key, self._label_map)
-        n_classes = len(self.labels) + 1
-        out = self.model.ops.to_numpy(scores)
-        rows = numpy.arange(len(targets))
-        truth = numpy.zeros((len(targets), n_classes), dtype="f")
-        truth[rows, targets] = 1.0
-        # Softmax_v2's backprop expects d(loss)/d(logits) = probs - truth.
-        d_probs = out[:, :n_classes] - truth
-        is_entity = (targets != n_classes - 1).astype("f")
-        p_entity = sigmoid(out[:, n_classes])
-        d_filter = p_entity - is_entity
-        cross_entropy = -numpy.log(numpy.clip(out[rows, targets], 1e-9, 1.0)).sum()
-        p_clipped = numpy.clip(p_entity, 1e-9, 1 - 1e-9)
-        bce = -(is_entity * numpy.log(p_clipped) + (1 - is_entity) * numpy.log(1 - p_clipped)).sum()
-        d_scores = numpy.hstack([d_probs, d_filter[:, None]]).astype("f")
-        return float(cross_entropy + bce), self.model.ops.asarray2f(d_scores)
+        loss, d_scores = classifier_and_filter_loss(self.model.ops.to_numpy(scores), targets, len(self.labels) + 1)
+        return loss, self.model.ops.asarray2f(d_scores)
 
     def initialize(
         self,
@@ -378,6 +402,18 @@ class SciNERSpanCategorizer(TrainablePipe):
             self.model.initialize(X=(docs, enumerate_batch([len(d) for d in docs], 1)))
         else:
             self.model.initialize()
+        self._init_biases(get_examples)
+
+    def _init_biases(self, get_examples: Callable[[], Iterable[Example]]) -> None:
+        """Start both heads at the class prior of what ``update`` samples: gold spans
+        by label, and ``negatives_per_doc`` negatives per doc (fewer if it has fewer)."""
+        counts = sampled_class_counts(
+            get_examples(), self.key, self._label_map, int(self.cfg["negatives_per_doc"]),
+            lambda eg: len(self._candidates([eg])[0]),
+        )
+        class_bias, filter_bias = class_prior_biases(counts)
+        self.model.get_ref("output_layer").set_param("b", self.model.ops.asarray1f(class_bias))
+        self.model.get_ref("filter").set_param("b", self.model.ops.asarray1f(filter_bias))
 
     def calibrate(
         self,
@@ -393,7 +429,8 @@ class SciNERSpanCategorizer(TrainablePipe):
         examples (Iterable[Example]): Dev examples. Their predicted docs must have been
             processed by the upstream transformer, or pass ``nlp`` to do it here.
         target_recall (float): Fraction of reachable gold spans the filter must keep.
-        tune_threshold (bool): Also set ``threshold`` to the dev-F1-optimal value.
+        tune_threshold (bool): Also choose the decision rule on dev: argmax, unless a
+            probability floor reaches a higher dev F1 (then ``threshold`` is that floor).
         nlp (Optional[Language]): Pipeline whose components before this one are run.
         batch_size (int): Docs per batch.
         RETURNS (Dict[str, float]): The report, also stored in ``cfg["calibration"]``.

@@ -1,9 +1,9 @@
 """Turn span scores into annotations: a nested ``SpanGroup`` and flat ``doc.ents``.
 
-Only spans that pass the decision threshold become ``Span`` objects; everything before
-that stays in numpy arrays.
+Only spans that pass the decision rule become ``Span`` objects; everything before that
+stays in numpy arrays.
 """
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc, Span, SpanGroup
@@ -22,6 +22,28 @@ def best_labels(probs: Floats2d, n_labels: int) -> Tuple[Ints1d, Floats1d]:
     label_probs = probs[:, :n_labels]
     labels = label_probs.argmax(axis=1).astype("i")
     return labels, label_probs[numpy.arange(len(labels)), labels]
+
+
+def is_entity(probs: Floats2d, n_labels: int, threshold: Optional[float]) -> numpy.ndarray:
+    """The decision rule: which spans are output as entities.
+
+    With ``threshold`` None (the default), a span is an entity when the argmax over the
+    labels plus "no entity" is a label (SEPT, Tri-Train §2.3.2, spaCy's
+    ``spancat_singlelabel``); a tie with "no entity" is not an entity. With a float, a
+    span is an entity when its best label's probability is >= ``threshold`` (a
+    probability floor that ``calibrate`` may choose on dev instead).
+
+    probs (Floats2d): Class probabilities, shape (n_spans, n_labels + 1).
+    n_labels (int): Number of entity labels; column ``n_labels`` is "no entity".
+    threshold (Optional[float]): None for argmax, else the probability floor.
+    RETURNS (numpy.ndarray): One bool per span.
+    """
+    if probs.shape[0] == 0 or n_labels == 0:
+        return numpy.zeros(probs.shape[0], dtype=bool)
+    best = probs[:, :n_labels].max(axis=1)
+    if threshold is None:
+        return best > probs[:, n_labels]
+    return best >= float(threshold)
 
 
 def make_span_group(

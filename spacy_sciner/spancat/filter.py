@@ -1,6 +1,7 @@
-"""Threshold selection for the high-recall filter (SEPT §3.5) and the decision threshold.
+"""Threshold selection for the high-recall filter (SEPT §3.5) and the decision rule.
 
-Both thresholds are chosen on dev data only. The functions take plain score arrays so
+The filter threshold and the decision rule (argmax, or a probability floor when that is
+better on dev) are chosen on dev data only. The functions take plain score arrays so
 that they can be tested without a model.
 """
 import math
@@ -12,7 +13,7 @@ from spacy.training import Example
 from spacy.util import minibatch
 from thinc.types import Floats1d
 
-from .decode import best_labels
+from .decode import best_labels, is_entity
 from .sampling import gold_spans, span_keys
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class CalibrationData(NamedTuple):
     filter_probs: numpy.ndarray  # filter probability of every candidate span
     best_scores: numpy.ndarray  # best-label probability of every candidate span
     correct: numpy.ndarray  # whether that best label is a gold (span, label)
+    is_argmax: numpy.ndarray  # whether the argmax over labels + "no entity" is a label
     n_gold_pairs: int  # gold (span, label) pairs, reachable or not
     n_gold_spans: int  # distinct gold spans, reachable or not
     n_gold_long: int  # distinct gold spans longer than max_span_length
@@ -93,7 +95,7 @@ def collect_calibration_data(
     RETURNS (CalibrationData): The statistics the thresholds are chosen from.
     """
     label_map, max_length = pipe._label_map, int(pipe.cfg["max_span_length"])
-    gold_probs, all_probs, best, correct = [], [], [], []
+    gold_probs, all_probs, best, correct, argmax = [], [], [], [], []
     n_pairs = n_spans = n_long = 0
     for batch in minibatch(examples, batch_size):
         docs = [eg.predicted for eg in batch]
@@ -103,6 +105,7 @@ def collect_calibration_data(
             docs = list(proc.pipe(docs))
         spans, f_probs, _, probs = pipe.score_candidates(docs, prune=False)
         labels, scores = best_labels(probs, len(label_map))
+        argmax.append(is_entity(probs, len(label_map), None))
         offset = 0
         for eg, doc, count in zip(batch, docs, numpy.asarray(spans.lengths).tolist()):
             rows, window = spans.dataXd[offset : offset + count], slice(offset, offset + count)
@@ -127,20 +130,38 @@ def collect_calibration_data(
         return numpy.concatenate(parts) if parts else numpy.zeros(0, dtype=dtype)
 
     return CalibrationData(
-        join(gold_probs, "f"), join(all_probs, "f"), join(best, "f"), join(correct, bool), n_pairs, n_spans, n_long
+        join(gold_probs, "f"), join(all_probs, "f"), join(best, "f"), join(correct, bool), join(argmax, bool),
+        n_pairs, n_spans, n_long,
     )
 
 
+def argmax_scores(correct: numpy.ndarray, is_argmax: numpy.ndarray, n_gold: int) -> Dict[str, float]:
+    """Micro P/R/F of the argmax rule over the given candidates.
+
+    correct (numpy.ndarray): Whether each candidate's best label is a gold (span, label).
+    is_argmax (numpy.ndarray): Whether the argmax rule outputs the candidate.
+    n_gold (int): Gold (span, label) pairs, reachable or not.
+    RETURNS (Dict[str, float]): "p", "r", "f".
+    """
+    tp, n_pred = float((correct & is_argmax).sum()), int(is_argmax.sum())
+    p = tp / n_pred if n_pred else 0.0
+    r = tp / n_gold if n_gold else 0.0
+    return {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0}
+
+
 def choose_thresholds(data: CalibrationData, *, target_recall: float, tune_threshold: bool = True) -> Dict[str, Any]:
-    """The filter threshold for ``target_recall`` and, optionally, the F1-best decision
-    threshold among the spans the filter keeps; with a report of what they achieve.
+    """The filter threshold for ``target_recall`` and, optionally, the decision rule:
+    argmax, unless a probability floor reaches a higher micro F1 on the dev spans the
+    filter keeps; with a report of what they achieve.
 
     data (CalibrationData): Dev statistics from ``collect_calibration_data``.
     target_recall (float): Fraction of reachable gold spans the filter must keep.
-    tune_threshold (bool): Also choose the decision threshold.
+    tune_threshold (bool): Also choose the decision rule.
     RETURNS (Dict[str, Any]): filter_threshold, filter_recall (of gold spans up to
         max_span_length), candidate_recall (of all gold spans), filtration_rate (pruned
-        fraction of candidates), counts, and with ``tune_threshold`` threshold/dev_p/r/f.
+        fraction of candidates), counts, and with ``tune_threshold``: threshold (None =
+        argmax), decision, dev_p/r/f of the chosen rule, argmax_dev_f, floor_dev_f and
+        floor_threshold (the best floor, whether chosen or not).
     """
     threshold = recall_threshold(data.gold_filter_probs, target_recall)
     kept = data.filter_probs >= threshold
@@ -156,8 +177,15 @@ def choose_thresholds(data: CalibrationData, *, target_recall: float, tune_thres
         "n_gold_longer_than_max": int(data.n_gold_long),
     }
     if tune_threshold:
-        best = best_f1_threshold(data.best_scores[kept], data.correct[kept], data.n_gold_pairs)
-        report.update({"threshold": best["threshold"], "dev_p": best["p"], "dev_r": best["r"], "dev_f": best["f"]})
+        floor = best_f1_threshold(data.best_scores[kept], data.correct[kept], data.n_gold_pairs)
+        argmax = argmax_scores(data.correct[kept], data.is_argmax[kept], data.n_gold_pairs)
+        # Argmax is the default rule; a floor must earn its place on dev (ties: argmax).
+        chosen, value = (floor, floor["threshold"]) if floor["f"] > argmax["f"] else (argmax, None)
+        report.update({
+            "threshold": value, "decision": "argmax" if value is None else "floor",
+            "dev_p": chosen["p"], "dev_r": chosen["r"], "dev_f": chosen["f"],
+            "argmax_dev_f": argmax["f"], "floor_dev_f": floor["f"], "floor_threshold": floor["threshold"],
+        })
     return report
 
 

@@ -10,6 +10,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d, Ragged
 
+from .candidates import EdgeRule, Suggester, doc_candidates
 from .filter import sigmoid
 from .model import iter_span_vectors
 
@@ -31,8 +32,10 @@ def score_all_spans(
     max_span_length: int,
     chunk_size: int,
     filter_threshold: Optional[float] = None,
+    suggester: Optional[Suggester] = None,
+    allow_punct_edges: bool = False,
 ) -> CandidateScores:
-    """Score every span of 1..max_span_length tokens of the docs.
+    """Score every candidate span of the docs (see ``candidates``).
 
     model (Model): A ``spacy-sciner.SpanCategorizer.v1`` model (its refs are used).
     docs (List[Doc]): The docs, processed by the upstream transformer.
@@ -41,19 +44,29 @@ def score_all_spans(
     chunk_size (int): Most spans pooled and scored at once.
     filter_threshold (Optional[float]): Prune spans whose filter probability is below
         it, before the MLP; None keeps every span.
+    suggester (Optional[Suggester]): Proposes the candidates; None: all spans of
+        1..max_span_length tokens.
+    allow_punct_edges (bool): Let punctuation-only tokens start or end a candidate.
     RETURNS (CandidateScores): All candidates, their filter scores and the class
         probabilities of those kept.
     """
     ops = model.ops
     lengths = numpy.asarray([len(doc) for doc in docs], dtype="i")
+    nothing = Ragged(numpy.zeros((0, 2), dtype="i"), numpy.zeros(len(docs), dtype="i"))
+    nothing = CandidateScores(nothing, numpy.zeros(0, "f"), numpy.zeros(0, bool), numpy.zeros((0, n_classes), "f"))
     if lengths.sum() == 0:
-        nothing = Ragged(numpy.zeros((0, 2), dtype="i"), numpy.zeros(len(docs), dtype="i"))
-        return CandidateScores(nothing, numpy.zeros(0, "f"), numpy.zeros(0, bool), numpy.zeros((0, n_classes), "f"))
+        return nothing
     tokvecs = model.get_ref("tok2vec").predict(docs)
     # All docs as one token sequence: a chunk may hold spans of several docs.
     tokens = ops.flatten([t for t in tokvecs if len(t)])
     rows, filter_probs, keep, probs = [], [], [], []
-    chunks = iter_span_vectors(model.get_ref("span_encoder"), tokens, lengths, max_span_length, chunk_size)
+    encoder, given = model.get_ref("span_encoder"), None
+    if suggester is not None:
+        offsets = numpy.cumsum(lengths) - lengths
+        per_doc = doc_candidates(docs, max_span_length, suggester, allow_punct_edges)
+        given = numpy.concatenate([r + offsets[i] for i, r in enumerate(per_doc)]).astype("i")
+    edges = EdgeRule(docs, allow_punct_edges).mask
+    chunks = iter_span_vectors(encoder, tokens, lengths, max_span_length, chunk_size, rows=given, keep=edges)
     for chunk, reps in chunks:
         f_probs = sigmoid(ops.to_numpy(model.get_ref("filter").predict(reps))[:, 0])
         mask = f_probs >= filter_threshold if filter_threshold is not None else numpy.ones(len(chunk), bool)
@@ -63,6 +76,8 @@ def score_all_spans(
         rows.append(chunk)
         filter_probs.append(f_probs)
         keep.append(mask)
+    if not rows:
+        return nothing
     rows_all, f_all, keep_all = numpy.concatenate(rows), numpy.concatenate(filter_probs), numpy.concatenate(keep)
     probs_all = numpy.concatenate(probs) if probs else numpy.zeros((0, n_classes), "f")
     # Regroup per doc, by width then start within a doc (enumerate_batch's order); the

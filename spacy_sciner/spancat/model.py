@@ -204,29 +204,43 @@ def span_gather_indices(
 
 
 def iter_span_vectors(
-    encoder: Model, tokens: Floats2d, doc_lengths: numpy.ndarray, max_width: int, chunk_size: int
+    encoder: Model,
+    tokens: Floats2d,
+    doc_lengths: numpy.ndarray,
+    max_width: int,
+    chunk_size: int,
+    *,
+    rows: Optional[numpy.ndarray] = None,
+    keep: Optional[Callable[[numpy.ndarray], numpy.ndarray]] = None,
 ) -> Iterator[Tuple[numpy.ndarray, Floats2d]]:
-    """Vectors of every span of 1..max_width tokens, chunk by chunk, for inference.
+    """Vectors of candidate spans, chunk by chunk, for inference.
 
-    With the "max" reducer the spans are pooled incrementally, width by width
-    (max over w tokens = max(max over the first w - 1, the w-th token)), so no span's
-    tokens are gathered: ~4x less memory traffic than ``encoder.predict``, same numbers.
-    Other reducers call ``encoder.predict`` on chunks of spans.
+    Without ``rows`` the candidates are every span of 1..max_width tokens that ``keep``
+    accepts (e.g. ``candidates.EdgeRule.mask``). With the "max" reducer they are pooled
+    incrementally, width by width (max over w tokens = max(max over the first w - 1,
+    the w-th token)), so no span's tokens are gathered: ~4x less memory traffic than
+    ``encoder.predict``, same numbers. Given ``rows`` (a suggester's spans) or another
+    reducer, ``encoder.predict`` runs on chunks of gathered spans.
 
     encoder (Model): A span encoder from ``build_span_encoder``.
     tokens (Floats2d): Token vectors of all docs, concatenated.
     doc_lengths (numpy.ndarray): Number of tokens of each doc.
     max_width (int): L, the widest span.
     chunk_size (int): Most spans per yielded chunk (bounds memory on long docs).
+    rows (Optional[numpy.ndarray]): Global (start, end) rows to score instead.
+    keep (Optional[Callable]): Global (start, end) rows -> bool mask of the rows to
+        score; ignored with ``rows``.
     YIELDS (Tuple[numpy.ndarray, Floats2d]): Global (start, end) rows into ``tokens``
         (never crossing a doc boundary) and their span vectors.
     """
     ops = encoder.ops
     n_tokens = int(doc_lengths.sum())
-    if encoder.attrs["reducer"] != "max":
-        candidates = enumerate_batch(doc_lengths, max_width)
-        offsets = numpy.repeat(numpy.cumsum(doc_lengths) - doc_lengths, candidates.lengths)
-        rows = (candidates.dataXd + offsets[:, None]).astype("i")
+    if rows is not None or encoder.attrs["reducer"] != "max":
+        if rows is None:
+            candidates = enumerate_batch(doc_lengths, max_width)
+            offsets = numpy.repeat(numpy.cumsum(doc_lengths) - doc_lengths, candidates.lengths)
+            rows = (candidates.dataXd + offsets[:, None]).astype("i")
+            rows = rows[keep(rows)] if keep is not None and len(rows) else rows
         all_tokens = Ragged(tokens, ops.asarray1i([n_tokens]))
         for i in range(0, len(rows), chunk_size):
             chunk = rows[i : i + chunk_size]
@@ -244,6 +258,8 @@ def iter_span_vectors(
         starts = numpy.flatnonzero(remaining >= width)
         if len(starts) == 0:
             break
+        if keep is not None:
+            starts = starts[keep(numpy.stack([starts, starts + width], axis=1))]
         for i in range(0, len(starts), chunk_size):
             chunk = starts[i : i + chunk_size]
             vectors = running[ops.asarray1i(chunk)]

@@ -97,12 +97,15 @@ def sample_training_spans(
     max_span_length: int,
     negatives_per_doc: int,
     rng: numpy.random.Generator,
+    candidates: Optional[Sequence[Ints2d]] = None,
 ) -> Tuple[Ragged, Ints1d]:
     """All gold spans plus a random sample of negative spans, per doc.
 
     Gold spans longer than ``max_span_length`` are kept too: they are known at
     training time and still teach the classifier. Negatives are drawn uniformly
-    without replacement from the non-gold spans of width <= ``max_span_length``.
+    without replacement from the non-gold candidates: ``candidates`` (what inference
+    will score, see ``candidates.doc_candidates``) or every span of width
+    <= ``max_span_length``.
 
     examples (Iterable[Example]): The batch.
     spans_key (str): Key of ``doc.spans`` holding the gold spans.
@@ -111,6 +114,7 @@ def sample_training_spans(
     max_span_length (int): L, the longest negative span.
     negatives_per_doc (int): How many negatives to sample per doc (all if fewer).
     rng (numpy.random.Generator): Source of randomness, owned by the component.
+    candidates (Optional[Sequence[Ints2d]]): Doc-local candidate rows per example.
     RETURNS (Tuple[Ragged, Ints1d]): Doc-local spans grouped per doc, and the target
         class of every span (gold label, or the none class for negatives).
     """
@@ -118,12 +122,11 @@ def sample_training_spans(
     all_spans: List[Ints2d] = []
     all_targets: List[Ints1d] = []
     counts: List[int] = []
-    for eg in examples:
+    for i, eg in enumerate(examples):
         n = len(eg.predicted)
         gold, gold_targets = gold_spans(eg, spans_key, label_map)
-        candidates = enumerate_spans(n, max_span_length)
-        is_gold = numpy.isin(span_keys(candidates, n), span_keys(gold, n))
-        negatives = candidates[~is_gold]
+        pool = enumerate_spans(n, max_span_length) if candidates is None else numpy.asarray(candidates[i])
+        negatives = pool[~numpy.isin(span_keys(pool, n), span_keys(gold, n))]
         if len(negatives) > negatives_per_doc:
             chosen = rng.choice(len(negatives), size=negatives_per_doc, replace=False)
             negatives = negatives[numpy.sort(chosen)]

@@ -238,7 +238,7 @@ def test_no_labels_is_an_error(tiny_bert_dir):
     [
         ({"max_span_length": 0}, "max_span_length must be an integer >= 1"),
         ({"negatives_per_doc": -1}, "negatives_per_doc must be an integer >= 0"),
-        ({"threshold": 1.5}, "threshold must be in"),
+        ({"threshold": 1.5}, "threshold must be None \\(argmax\\) or in"),
         ({"filter_threshold": -0.1}, "filter_threshold must be None or in"),
         ({"chunk_size": 0}, "chunk_size must be an integer >= 1"),
         ({"learn_rate_scale": 0.0}, "learn_rate_scale must be > 0"),
