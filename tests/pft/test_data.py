@@ -119,9 +119,9 @@ def test_batches_without_targets_are_counted(tmp_path, tiny_bert_dir, pft_config
 
     tokens = "we use support vector machines here today .".split()
     path = write_lines(tmp_path / "c.jsonl", [json.dumps({"text": " ".join(tokens), "tokens": tokens,
-                                                          "candidates": [[2, 5, "dict"]]})] * 8)
-    # A 1-piece budget fits neither the 3-piece candidate nor its two boundary words.
-    log = train_pft(pft_config(path, tmp_path / "o", tiny_bert_dir, mask_ratio=0.01, max_steps=3))
+                                                          "candidates": [[0, 8, "dict"]]})] * 8)
+    # ECB predicts the words around a candidate: one that spans the sentence has none.
+    log = train_pft(pft_config(path, tmp_path / "o", tiny_bert_dir, objective="ecb", max_steps=3))
     assert log["batches_without_targets"] == 3 and log["steps"] == 3
 
 

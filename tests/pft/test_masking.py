@@ -64,13 +64,24 @@ def test_ecb_skips_a_missing_side_at_the_sequence_edge():
     assert ecb == [2]  # [CLS] is not a word; only "use" on the right
 
 
-def test_budget_is_respected():
-    # Budget 1 piece: the 4-piece candidate does not fit, the 1-piece one does.
-    cand, _ = candidate_positions(example(SVM_MACHINE, SVM), np.random.default_rng(0), 0.15, True, False)
-    assert cand == [8]
-    # ECB needs 2 pieces for "svm" (both parentheses): nothing fits in a 1-piece budget.
+def test_first_candidate_is_admitted_even_over_the_budget():
+    """Budget 1 piece: the 4-piece candidate used to be excluded on every draw. Now it is
+    masked whole whenever it comes first, and the budget still caps what follows."""
+    seen = set()
+    for seed in range(40):
+        cand, _ = candidate_positions(example(SVM_MACHINE, SVM), np.random.default_rng(seed), 0.15, True, False)
+        assert cand in ([3, 4, 5, 6], [8])  # never both: the budget is full after the first
+        seen.add(tuple(cand))
+    assert seen == {(3, 4, 5, 6), (8,)}
+    # ECB needs 2 pieces for "svm" (both parentheses): admitted as the first candidate.
     _, ecb = candidate_positions(example(SVM), np.random.default_rng(0), 0.15, False, True)
-    assert ecb == []
+    assert ecb == [7, 9]
+
+
+def test_budget_caps_the_candidates_after_the_first():
+    for seed in range(40):
+        cand, _ = candidate_positions(example(SVM, (1, 2), (2, 3)), np.random.default_rng(seed), 0.15, True, False)
+        assert len(cand) == 1
 
 
 def test_combined_roles_are_consistent_over_many_draws():
@@ -80,7 +91,7 @@ def test_combined_roles_are_consistent_over_many_draws():
         ex = example(*cands)
         cand, ecb = candidate_positions(ex, np.random.default_rng(seed), 0.5, True, True)
         masked = set(cand) | set(ecb)
-        assert len(masked) == len(cand) + len(ecb) <= budget(WORD_IDS, 0.5)
+        assert len(masked) == len(cand) + len(ecb) <= budget(WORD_IDS, 0.5)  # no candidate exceeds 4
         assert all(WORD_IDS[i] >= 0 for i in masked)
         # Every MLM_CAND piece belongs to a candidate; every ECB piece borders one that
         # stays fully visible.

@@ -35,7 +35,10 @@ def test_roberta_candidates_align_with_prefix_space(tiny_roberta_dir, corpus_jso
 
 
 def test_roberta_gets_an_lm_head_and_learns(tmp_path, tiny_roberta_dir, corpus_jsonl, pft_config):
-    log = train_pft(pft_config(corpus_jsonl, tmp_path / "o", tiny_roberta_dir, max_steps=20, eval_every=10))
+    # 12 held-out sentences: enough that the fixed held-out masking has both roles.
+    log = train_pft(pft_config(corpus_jsonl, tmp_path / "o", tiny_roberta_dir, max_steps=20, eval_every=10,
+                               eval_fraction=0.25))
+    assert {"mlm_cand", "ecb"} <= set(log["eval"][0])
     assert log["head"]["mlm_head_added"] and "lm_head.dense.weight" in log["head"]["missing_keys"]
     assert log["head"]["decoder_tied_to_embeddings"]
     assert log["eval"][-1]["loss"] < log["eval"][0]["loss"] - 0.5

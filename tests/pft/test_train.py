@@ -30,8 +30,11 @@ def test_mlm_head_is_added_when_missing(tiny_bert_dir):
 
 def test_tiny_bert_learns_and_checkpoint_loads_everywhere(tmp_path, tiny_bert_dir, corpus_jsonl, pft_config):
     out = tmp_path / "pft"
-    log = train_pft(pft_config(corpus_jsonl, out, tiny_bert_dir, max_steps=40, eval_every=10, save_every=20))
+    # 12 held-out sentences: enough that the fixed held-out masking has both roles.
+    log = train_pft(pft_config(corpus_jsonl, out, tiny_bert_dir, max_steps=40, eval_every=10, save_every=20,
+                               eval_fraction=0.25))
     evals = [e["loss"] for e in log["eval"]]
+    assert {"mlm_cand", "ecb"} <= set(log["eval"][0])
     assert evals[0] - evals[-1] > 1.0, evals  # the held-out loss falls
     assert log["finished"] and log["steps"] == 40 and log["head"]["mlm_head_added"]
     assert set(log["train"][-1]["losses"]) == {"mlm_cand", "ecb"} and log["tokens_per_s"] > 0
