@@ -94,7 +94,7 @@ def mine_cli(
     min_n: int = typer.Option(2, "--min-n", help="Shortest phrase in words"),
     min_count: int = typer.Option(5, "--min-count", help="Minimum frequency of a phrase"),
     threshold: float = typer.Option(0.5, "--threshold", help="Phrase quality threshold"),
-    max_ngrams: int = typer.Option(1_000_000, "--max-ngrams", help="Cap of the n-gram table (memory), shared by the parts"),
+    max_ngrams: int = typer.Option(2_000_000, "--max-ngrams", help="Cap of the n-gram tables in total (memory): each part holds at most max-ngrams / n-parts"),
     n_parts: int = typer.Option(2, "--n-parts", help="Parts the input is dealt into, each counted on its own: the output depends on it, never on --n-process (at most n-parts processes work)"),
     top_percent: float = typer.Option(100.0, "--top-percent", help="Keep the top l% most frequent candidates"),
     n_process: int = typer.Option(1, "--n-process", help="Worker processes"),

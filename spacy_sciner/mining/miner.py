@@ -35,7 +35,7 @@ class MinerConfig:
     max_n: int = 8
     min_n: int = 2
     min_count: int = 5
-    max_ngrams: int = 1_000_000
+    max_ngrams: int = 2_000_000  # in total: 1M per part, the table size before parts
     n_parts: int = 2
     threshold: float = 0.5
     neg_ratio: float = 2.0

@@ -87,3 +87,13 @@ def test_features_shape_and_logistic_fit():
     w, mean, scale = fit_logistic(X, y, l2=0.1)
     pred = (numpy.hstack([(X - mean) / scale, numpy.ones((200, 1))]) @ w) > 0
     assert (pred == y.astype(bool)).mean() > 0.95 and w[0] > 0 > w[1]
+
+
+def test_each_prune_drops_only_as_much_as_it_needs():
+    stats = NgramStats(max_entries=300)
+    stats.ngrams.update({f"pair {i}": 2 for i in range(100)})
+    for prune in range(2):
+        stats.ngrams.update({f"once {prune} {i}": 1 for i in range(1000)})
+        stats.prune()
+        # Dropping the singletons suffices both times: the pairs are kept.
+        assert len(stats.ngrams) == 100 and stats.floor == 1
