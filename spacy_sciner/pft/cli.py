@@ -32,6 +32,7 @@ def pft_cli(
     """Pre-fine-tune an encoder (Tri-Train PFT): masked candidates + boundary prediction."""
     from .data import PFTDataError
     from .heads import PFTModelError, head_report_lines
+    from .stats import format_per_1k
     from .train import PFTConfig, PFTIOError, train_pft
 
     cfg = PFTConfig(
@@ -56,6 +57,8 @@ def pft_cli(
         f"{stats['candidates_cut_by_window']}); split sentences: {stats['split_sentences']}; "
         f"batches without targets: {log['batches_without_targets']}"
     )
+    rates = format_per_1k(log.get("masked_per_1k_tokens", {}))
+    typer.echo(f"masked pieces per 1,000 tokens: {rates} (budget {mask_ratio:.0%} of the content pieces)")
     last_eval = log["eval"][-1] if log["eval"] else None
     typer.echo(
         f"steps {log['steps']}, {log.get('tokens_per_s', 0):.0f} tokens/s"

@@ -6,6 +6,7 @@ only masked positions need it. ``compute_losses`` therefore runs the bare encode
 the hidden states at the masked positions and applies the MLM head to those rows only.
 """
 import logging
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -44,15 +45,31 @@ def check_tokenizer_files(path: Path) -> None:
 
 
 def load_tokenizer(name: str):
-    """Load the fast tokenizer of an encoder name or folder (resolved like configs do)."""
+    """Load the fast tokenizer of an encoder name or folder (resolved like configs do).
+
+    An encoder that cannot be loaded is reported in one line (``PFTModelError``), not as
+    the chain of tracebacks transformers raises from the hub client.
+    """
     from transformers import AutoConfig, AutoTokenizer
 
     path = resolve_encoder(name)
     if Path(path).is_dir():
         check_tokenizer_files(Path(path))
-    model_type = AutoConfig.from_pretrained(path).model_type
-    kwargs = {"add_prefix_space": True} if model_type in PREFIX_SPACE_TYPES else {}
-    return AutoTokenizer.from_pretrained(path, use_fast=True, **kwargs)
+    elif _looks_like_path(name):
+        raise PFTModelError(f"Encoder folder not found: {name} (pass an existing checkpoint folder, "
+                            "a Hugging Face hub name or 'sciner-minilm')")
+    try:
+        model_type = AutoConfig.from_pretrained(path).model_type
+        kwargs = {"add_prefix_space": True} if model_type in PREFIX_SPACE_TYPES else {}
+        return AutoTokenizer.from_pretrained(path, use_fast=True, **kwargs)
+    except (OSError, ValueError) as err:
+        first = " ".join(str(err).split()).split(". ")[0]
+        raise PFTModelError(f"Cannot load encoder '{name}': {first}") from None
+
+
+def _looks_like_path(name: str) -> bool:
+    """Whether a missing encoder was meant as a folder (a hub name is ``org/model``)."""
+    return name.startswith((".", "/", "~")) or "\\" in name or name.count("/") > 1
 
 
 def max_positions(name: str) -> int:
@@ -82,7 +99,8 @@ def load_masked_lm(name: str) -> Tuple[nn.Module, Dict]:
 
     path = resolve_encoder(name)
     try:
-        model, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
+        with _without_train_warning():
+            model, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
     except ValueError as err:
         raise PFTModelError(f"Encoder '{name}' has no masked-LM class in transformers: {err}") from err
     head = mlm_head(model)
@@ -114,6 +132,31 @@ def load_masked_lm(name: str) -> Tuple[nn.Module, Dict]:
         "head_module": type(head).__name__,
         "carried_weights": sorted(model.pft_carried_weights),
     }
+
+
+class _DropTrainWarning(logging.Filter):
+    """Drop transformers' "newly initialized ... You should probably TRAIN this model".
+
+    For PFT a fresh MLM head is expected, and ``load_masked_lm`` reports it in its own
+    words (and fails on any other missing weight); the advice to fine-tune would mislead.
+    Its other warnings, such as weights whose shapes did not match, pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("are newly initialized:" in message and "You should probably TRAIN" in message)
+
+
+@contextmanager
+def _without_train_warning():
+    """Install ``_DropTrainWarning`` on transformers' model-loading logger for a block."""
+    model_logger = logging.getLogger("transformers.modeling_utils")
+    drop = _DropTrainWarning()
+    model_logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        model_logger.removeFilter(drop)
 
 
 def _read_weights(path: Path, keys: List[str], prefix: str) -> Dict[str, torch.Tensor]:

@@ -4,22 +4,20 @@ Determinism and resume: the data order of epoch ``e`` is a permutation seeded by
 ``(seed, e)``; the masking and dropout randomness of micro-batch ``m`` are seeded by
 ``(seed, m)``. The whole random state is therefore a function of the step counter, and a run
 resumed from a checkpoint (model, optimizer, scheduler, grad scaler, step) continues
-exactly as an uninterrupted run would.
+exactly as an uninterrupted run would. The output layout and checkpointing are in
+checkpoint.py.
 
-Output layout (OUTPUT_DIR)::
-
-    config.json, model.safetensors, tokenizer files   # final model (AutoModel / spaCy load it)
-    pft_log.json                                      # objective, steps, losses, tokens/s
-    checkpoints/step-00000200/                        # last good checkpoints (model + state)
+Every input is checked before the long work (reading the corpus, loading the model) and the
+output folder is created only then, so a bad setting stops the run at once with one line
+and leaves nothing behind.
 """
 import json
 import math
 import os
-import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Optional, Tuple
 
 # MKL picks code paths by memory alignment, so a resumed process (other addresses) drifted
 # from an uninterrupted one by float rounding (measured: 1e-8 in the loss after ~70 steps).
@@ -31,19 +29,28 @@ os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from .data import PFTDataError, load_corpus, split_heldout
-from .heads import SpanBoundaryHead, compute_losses, load_masked_lm, load_tokenizer, max_positions
-from .masking import MaskVocab, mask_batch, parse_objective
+from .checkpoint import (  # noqa: E402
+    LOG_FILE,
+    STATE_FILE,
+    PFTIOError,
+    check_output_writable,
+    check_resume,
+    list_checkpoints,
+    load_state,
+    make_output,
+    restore_scaler,
+    save_checkpoint,
+    write_json_atomic,
+)
+from .checkpoint import install_final as _install_final  # noqa: E402
+from .checkpoint import installed as _installed  # noqa: E402
+from .data import PFTDataError, load_corpus, split_heldout  # noqa: E402
+from .device import amp_dtype, autocast, make_scaler, resolve_device  # noqa: E402
+from .heads import SpanBoundaryHead, compute_losses, load_masked_lm, load_tokenizer, max_positions  # noqa: E402
+from .masking import MaskVocab, mask_batch, parse_objective  # noqa: E402
+from .stats import add_counts, count_targets, per_1k_tokens  # noqa: E402
 
-CHECKPOINTS = "checkpoints"
-STATE_FILE = "trainer_state.pt"
-LOG_FILE = "pft_log.json"
-# Settings that must not change between a run and its resumption.
-RESUME_KEYS = ("encoder", "corpus", "objective", "batch_size", "grad_accum", "seed", "mask_ratio", "max_length")
-
-
-class PFTIOError(OSError):
-    """Output could not be written; the message names the path and the last good checkpoint."""
+__all__ = ["PFTConfig", "PFTIOError", "STATE_FILE", "train_pft"]
 
 
 @dataclass
@@ -76,88 +83,6 @@ class PFTConfig:
     resume: bool = False
     progress: bool = True
     extra: Dict = field(default_factory=dict)
-
-
-def _write_json_atomic(path: Path, data: Dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
-
-
-def _ensure_writable(output: Path) -> None:
-    """Fail before any training when the output folder cannot be written."""
-    try:
-        (output / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
-        probe = output / ".write-probe"
-        probe.write_text("ok")
-        probe.unlink()
-    except OSError as err:
-        raise PFTIOError(f"PFT output directory {output} is not writable: {err}") from err
-
-
-def _checkpoints(output: Path) -> List[Path]:
-    """Complete checkpoints, oldest first (a rename makes each appear atomically)."""
-    return sorted(p for p in (output / CHECKPOINTS).glob("step-*") if (p / STATE_FILE).exists())
-
-
-def _save_model(model, tokenizer, path: Path) -> None:
-    carried = getattr(model, "pft_carried_weights", {})  # e.g. BERT's pooler, see heads.py
-    state = {**model.state_dict(), **carried} if carried else None
-    model.save_pretrained(path, state_dict=state, safe_serialization=True)
-    tokenizer.save_pretrained(path)
-
-
-def save_checkpoint(output: Path, step: int, model, tokenizer, state: Dict, log: Dict, keep: int) -> Path:
-    """Write a checkpoint to a temporary folder, then rename it into place (atomic).
-
-    On any write error (disk full, permissions) the temporary folder is removed, older
-    checkpoints are untouched, and ``PFTIOError`` names the last good one.
-    """
-    final = output / CHECKPOINTS / f"step-{step:08d}"
-    tmp = output / CHECKPOINTS / f".tmp-step-{step:08d}"
-    previous = _checkpoints(output)
-    try:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        _save_model(model, tokenizer, tmp)
-        torch.save(state, tmp / STATE_FILE)
-        (tmp / LOG_FILE).write_text(json.dumps(log, indent=2))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except OSError as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        last = previous[-1] if previous else "none"
-        raise PFTIOError(
-            f"Could not write PFT checkpoint {final}: {err}. The last good checkpoint is "
-            f"{last}; free disk space or fix permissions, then rerun with --resume."
-        ) from err
-    for old in _checkpoints(output)[:-keep] if keep > 0 else []:
-        shutil.rmtree(old, ignore_errors=True)
-    return final
-
-
-def _install_final(output: Path, model, tokenizer) -> None:
-    """Write the final model next to the log; each file lands by an atomic rename."""
-    tmp = output / ".tmp-final"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir()
-        _save_model(model, tokenizer, tmp)
-        for path in tmp.iterdir():
-            os.replace(path, output / path.name)
-    except OSError as err:
-        raise PFTIOError(f"Could not write the final PFT model to {output}: {err}") from err
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _installed(output: Path) -> bool:
-    """Whether the final model was completely installed (the log says so only afterwards)."""
-    try:
-        return bool(json.loads((output / LOG_FILE).read_text()).get("installed"))
-    except (OSError, ValueError):
-        return False
 
 
 def _batch_indices(n_examples: int, batch_size: int, seed: int, micro: int) -> np.ndarray:
@@ -202,38 +127,52 @@ def evaluate(model, sbo_head, heldout, objectives, vocab: MaskVocab, cfg: PFTCon
     return {k: v / max(n_batches, 1) for k, v in totals.items()}
 
 
-def train_pft(cfg: PFTConfig) -> Dict:
-    """Pre-fine-tune an encoder on a candidate corpus; write checkpoints, model and log.
-
-    cfg (PFTConfig): The run settings.
-    RETURNS (Dict): The run log (also written to ``OUTPUT_DIR/pft_log.json``).
-    """
-    from tqdm import tqdm
-    from transformers import get_linear_schedule_with_warmup
-
-    objectives = parse_objective(cfg.objective)
-    # Absolute paths, so that resuming from another working directory is allowed.
+def _absolute(cfg: PFTConfig) -> PFTConfig:
+    """Absolute corpus and encoder paths, so that a resume may run from another directory."""
     encoder = str(Path(cfg.encoder).resolve()) if Path(cfg.encoder).exists() else cfg.encoder
-    cfg = replace(cfg, corpus=str(Path(cfg.corpus).resolve()), encoder=encoder)
-    output = Path(cfg.output)
-    _ensure_writable(output)
-    existing = _checkpoints(output)
+    return replace(cfg, corpus=str(Path(cfg.corpus).resolve()), encoder=encoder)
+
+
+def _check_settings(cfg: PFTConfig) -> None:
+    """Reject settings that would only fail (or divide by zero) after the long work."""
+    at_least_one = ("max_steps", "batch_size", "grad_accum", "eval_every", "save_every", "log_every")
+    bad = [f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in at_least_one if getattr(cfg, k) < 1]
+    if bad:
+        raise ValueError(f"PFT settings must be at least 1: {', '.join(bad)}")
+    if not 0 < cfg.mask_ratio <= 1:
+        raise ValueError(f"--mask-ratio {cfg.mask_ratio} must be in (0, 1]")
+    if cfg.limit is not None and cfg.limit < 1:
+        raise ValueError(f"--limit {cfg.limit} must be at least 1")
+    corpus = Path(cfg.corpus)
+    if not corpus.is_file():
+        raise PFTDataError(f"PFT corpus {'is not a file' if corpus.exists() else 'not found'}: {corpus}")
+
+
+def _resume_state(cfg: PFTConfig, output: Path) -> Tuple[Optional[Path], Optional[Dict]]:
+    """The checkpoint to resume from and its trainer state (None, None for a fresh run)."""
+    existing = list_checkpoints(output)
     if existing and not cfg.resume:
         raise PFTIOError(f"{output} already holds PFT checkpoints; pass --resume or use a new directory")
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
-    use_cuda = cfg.gpu_id >= 0
-    if use_cuda and not torch.cuda.is_available():
-        raise RuntimeError(f"--gpu-id {cfg.gpu_id} given but torch sees no CUDA device")
-    device = torch.device(f"cuda:{cfg.gpu_id}" if use_cuda else "cpu")
+    if not existing:
+        return None, None
+    state = load_state(existing[-1])
+    check_resume(existing[-1], state["config"], asdict(cfg))
+    return existing[-1], state
 
-    # ---- data: encode the corpus once; hold out a seeded slice for the evaluation loss
+
+def _tokenizer(cfg: PFTConfig):
+    """Load the encoder's tokenizer: the cheap proof that the encoder exists."""
     tokenizer = load_tokenizer(cfg.encoder)
     if cfg.max_length > max_positions(cfg.encoder):
         raise ValueError(
             f"--max-length {cfg.max_length} exceeds the {max_positions(cfg.encoder)} positions of "
             f"encoder '{cfg.encoder}'; longer sentences are split into windows anyway"
         )
+    return tokenizer
+
+
+def _data(cfg: PFTConfig, tokenizer, objectives):
+    """Encode the corpus once and hold out a seeded slice for the evaluation loss."""
     examples, stats = load_corpus(Path(cfg.corpus), tokenizer, cfg.max_length, cfg.limit)
     if objectives & {"mlm_cand", "ecb"} and stats.candidates_kept == 0:
         raise PFTDataError(
@@ -242,27 +181,13 @@ def train_pft(cfg: PFTConfig) -> Dict:
             f"the window), so objective '{cfg.objective}' has nothing to predict"
         )
     train, heldout = split_heldout(examples, cfg.eval_fraction, cfg.eval_max, cfg.seed)
-    vocab = MaskVocab.from_tokenizer(tokenizer)
+    return train, heldout, stats
 
-    # ---- model: from the last checkpoint when resuming, else from the encoder
-    resume_from = existing[-1] if (cfg.resume and existing) else None
-    state = torch.load(resume_from / STATE_FILE, weights_only=False) if resume_from else None
-    if state is not None:
-        for key in RESUME_KEYS:
-            if state["config"][key] != getattr(cfg, key):
-                raise ValueError(
-                    f"Cannot resume {resume_from}: '{key}' was {state['config'][key]!r}, now {getattr(cfg, key)!r}"
-                )
-        if state["step"] >= cfg.max_steps and _installed(output):
-            return json.loads((output / LOG_FILE).read_text())  # nothing left to do
-    torch.manual_seed(cfg.seed)  # a freshly added MLM head / the SBO head start from the seed
-    model, head_info = load_masked_lm(str(resume_from) if resume_from else cfg.encoder)
-    if state is not None:
-        head_info = state["log"]["head"]  # what happened when the run started
-    model.to(device).train()
-    sbo_head = SpanBoundaryHead(model.config.hidden_size).to(device) if "sbo" in objectives else None
 
-    # ---- optimizer: AdamW without decay on biases and LayerNorm weights (BERT recipe)
+def _optimizer(model, sbo_head, cfg: PFTConfig):
+    """AdamW without decay on biases and LayerNorm weights (BERT recipe), linear warm-up."""
+    from transformers import get_linear_schedule_with_warmup
+
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if sbo_head is not None:
         params += [(f"sbo.{n}", p) for n, p in sbo_head.named_parameters()]
@@ -273,28 +198,64 @@ def train_pft(cfg: PFTConfig) -> Dict:
     ]
     optimizer = make_adamw(groups, cfg.lr)
     warmup = int(cfg.warmup_ratio * cfg.max_steps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, warmup, cfg.max_steps)
-    # Mixed precision only on CUDA: bf16 where supported (no scaler needed), else fp16 + scaler.
-    amp_dtype = torch.bfloat16 if use_cuda and torch.cuda.is_bf16_supported() else torch.float16
-    scaler = torch.amp.GradScaler("cuda", enabled=use_cuda and amp_dtype == torch.float16)
+    return [p for _, p in params], optimizer, get_linear_schedule_with_warmup(optimizer, warmup, cfg.max_steps)
+
+
+def train_pft(cfg: PFTConfig) -> Dict:
+    """Pre-fine-tune an encoder on a candidate corpus; write checkpoints, model and log.
+
+    cfg (PFTConfig): The run settings.
+    RETURNS (Dict): The run log (also written to ``OUTPUT_DIR/pft_log.json``).
+    """
+    from tqdm import tqdm
+
+    # ---- checks, cheapest first, before anything is read at length or written
+    objectives = parse_objective(cfg.objective)
+    cfg = _absolute(cfg)
+    output = Path(cfg.output)
+    _check_settings(cfg)
+    check_output_writable(output)
+    resume_from, state = _resume_state(cfg, output)
+    if state is not None and state["step"] >= cfg.max_steps and _installed(output):
+        return json.loads((output / LOG_FILE).read_text())  # nothing left to do
+    device = resolve_device(cfg.gpu_id)
+    tokenizer = _tokenizer(cfg)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+
+    # ---- data and model (from the last checkpoint when resuming); then the output exists
+    train, heldout, stats = _data(cfg, tokenizer, objectives)
+    vocab = MaskVocab.from_tokenizer(tokenizer)
+    torch.manual_seed(cfg.seed)  # a freshly added MLM head / the SBO head start from the seed
+    model, head_info = load_masked_lm(str(resume_from) if resume_from else cfg.encoder)
+    if state is not None:
+        head_info = state["log"]["head"]  # what happened when the run started
+    model.to(device).train()
+    sbo_head = SpanBoundaryHead(model.config.hidden_size).to(device) if "sbo" in objectives else None
+    make_output(output)
+
+    params, optimizer, scheduler = _optimizer(model, sbo_head, cfg)
+    # Mixed precision only on CUDA: bf16 where the GPU has it (no scaler needed), else fp16.
+    dtype = amp_dtype(cfg.gpu_id)
+    scaler = make_scaler(dtype)
 
     log = {
         "objective": cfg.objective, "config": asdict(cfg), "head": head_info,
         "corpus": stats.to_dict(), "train_examples": len(train), "heldout_examples": len(heldout),
         "device": str(device), "steps": 0, "train": [], "eval": [], "resumed_at": [], "finished": False,
-        "batches_without_targets": 0,
+        "batches_without_targets": 0, "masked_pieces": {},
     }
     step = 0
     if state is not None:
         model.train()
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        scaler.load_state_dict(state["scaler"])
+        restore_scaler(scaler, state["scaler"])
         if sbo_head is not None:
             sbo_head.load_state_dict(state["sbo_head"])
         step = state["step"]
-        keys = ("train", "eval", "resumed_at", "wall_s", "tokens", "batches_without_targets")
-        log.update({k: state["log"][k] for k in keys})
+        keys = ("train", "eval", "resumed_at", "wall_s", "tokens", "batches_without_targets", "masked_pieces")
+        log.update({k: state["log"][k] for k in keys if k in state["log"]})
         log["resumed_at"].append(step)
 
     def checkpoint() -> None:
@@ -304,7 +265,7 @@ def train_pft(cfg: PFTConfig) -> Dict:
             "sbo_head": sbo_head.state_dict() if sbo_head is not None else None,
         }
         save_checkpoint(output, step, model, tokenizer, state_out, log, cfg.keep_checkpoints)
-        _write_json_atomic(output / LOG_FILE, log)
+        write_json_atomic(output / LOG_FILE, log)
 
     # ---- the loop: one iteration = one optimizer step over grad_accum micro-batches
     wall, tokens = log.get("wall_s", 0.0), log.get("tokens", 0)
@@ -321,18 +282,19 @@ def train_pft(cfg: PFTConfig) -> Dict:
             batch = mask_batch([train[i] for i in idx], objectives, np.random.default_rng([cfg.seed, 1, micro]),
                                vocab, cfg.mask_ratio)
             torch.manual_seed(_step_seed(cfg.seed, micro))  # dropout, as a function of the step
-            with torch.autocast(device.type, dtype=amp_dtype, enabled=use_cuda):
+            with autocast(device, dtype):
                 loss, parts = compute_losses(model, sbo_head, batch, device)
             # Average over micro-batches so the step size does not depend on grad_accum.
             scaler.scale(loss / cfg.grad_accum).backward()
             for name, value in parts.items():
                 parts_sum[name] = parts_sum.get(name, 0.0) + value.item() / cfg.grad_accum
-            # No candidate fitted the budget in any sequence: counted, not hidden.
+            # No sequence had a usable candidate (or ECB boundary): counted, not hidden.
             log["batches_without_targets"] += 0 if parts else 1
+            add_counts(log["masked_pieces"], count_targets(batch))
             window_tokens += batch.n_tokens
             tokens += batch.n_tokens
         scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_([p for _, p in params], cfg.max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         scaler.step(optimizer)
         scaler.update()
         scheduler.step()
@@ -354,7 +316,8 @@ def train_pft(cfg: PFTConfig) -> Dict:
             window_tokens, window_start, window_losses = 0, time.perf_counter(), []
         if heldout and (step % cfg.eval_every == 0 or step == cfg.max_steps):
             log["eval"].append({"step": step, **evaluate(model, sbo_head, heldout, objectives, vocab, cfg, device)})
-        log.update({"steps": step, "wall_s": wall, "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9)})
+        log.update({"steps": step, "wall_s": wall, "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
+                    "masked_per_1k_tokens": per_1k_tokens(log["masked_pieces"], tokens)})
         if step % cfg.save_every == 0 or step == cfg.max_steps:
             log["finished"] = step == cfg.max_steps
             checkpoint()
@@ -362,5 +325,5 @@ def train_pft(cfg: PFTConfig) -> Dict:
     _install_final(output, model, tokenizer)
     # Written last: a run killed while installing is finished again by --resume.
     log.update({"finished": True, "installed": True})
-    _write_json_atomic(output / LOG_FILE, log)
+    write_json_atomic(output / LOG_FILE, log)
     return log

@@ -123,6 +123,22 @@ def test_batches_without_targets_are_counted(tmp_path, tiny_bert_dir, pft_config
     # ECB predicts the words around a candidate: one that spans the sentence has none.
     log = train_pft(pft_config(path, tmp_path / "o", tiny_bert_dir, objective="ecb", max_steps=3))
     assert log["batches_without_targets"] == 3 and log["steps"] == 3
+    assert log["masked_pieces"] == {} and log["masked_per_1k_tokens"] == {}
+
+
+def test_masked_pieces_are_logged_per_objective(tmp_path, tiny_bert_dir, pft_config):
+    from spacy_sciner.pft.train import train_pft
+
+    tokens = "we use support vector machines here today .".split()
+    path = write_lines(tmp_path / "c.jsonl", [json.dumps({"text": " ".join(tokens), "tokens": tokens,
+                                                          "candidates": [[2, 5, "dict"]]})] * 8)
+    # The 3-word candidate is longer than a 1-piece budget: it is masked all the same.
+    log = train_pft(pft_config(path, tmp_path / "o", tiny_bert_dir, objective="mlm_cand", mask_ratio=0.01,
+                               max_steps=3, batch_size=2))
+    assert log["batches_without_targets"] == 0
+    pieces_per_sentence = log["masked_pieces"]["mlm_cand"] / 6
+    assert pieces_per_sentence >= 3
+    assert log["masked_per_1k_tokens"] == {"mlm_cand": 1000 * log["masked_pieces"]["mlm_cand"] / log["tokens"]}
 
 
 def test_window_larger_than_the_model_is_refused(tmp_path, tiny_bert_dir, corpus_jsonl, pft_config):
