@@ -5,8 +5,9 @@
 `{AUX}` in COMMAND is replaced by the aux text files of the data set's domain (computer
 science text for SciERC and CrossNER, biomedical text for the BioNLP and other biomedical
 sets), all under DATA_DIR/aux/; `{GAZ}` by `-g FILE` for each gazetteer of the domain
-(the OpenBEL name lists under DATA_DIR/gazetteers/openbel/ for biomedical sets, none for CS). project.yml uses it so that `mine` and `build-corpus` read
-the right corpus for `--vars.dataset`.
+(the OpenBEL name lists under DATA_DIR/gazetteers/openbel/ for biomedical sets, none for CS).
+project.yml uses it so that `mine` and `build-corpus` read the right corpus for
+`--vars.dataset`. A leading `python` in COMMAND means this script's own interpreter.
 """
 import subprocess
 import sys
@@ -39,7 +40,19 @@ def main(argv) -> int:
     for arg in command:
         expanded.extend(files if arg == "{AUX}" else gazetteers if arg == "{GAZ}" else [arg])
     print(f"aux ({dataset}): {len(files)} text files, {len(gazetteers) // 2} gazetteers", flush=True)
-    return subprocess.call(expanded)
+    return subprocess.call(with_this_python(expanded))
+
+
+def with_this_python(command):
+    """Run a ``python ...`` command with this interpreter, not the first ``python`` on PATH.
+
+    `spacy project run` starts this script with its own interpreter (the venv's, even when
+    the venv is not activated); the command after `--` must use the same one, or it runs
+    without the installed packages.
+    """
+    if command and command[0] in ("python", "python3"):
+        return [sys.executable, *command[1:]]
+    return list(command)
 
 
 if __name__ == "__main__":

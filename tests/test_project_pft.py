@@ -6,6 +6,7 @@ the first lines of the real CS aux files (a small data_dir built from ../shared/
 random BERT as the base encoder and a few PFT steps.
 """
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,26 @@ import spacy
 
 ROOT = Path(__file__).resolve().parent.parent
 CS_AUX = ("CSAbstruct-text", "ACL-ARC-citations-text", "SciCite-text")
+
+
+def test_aux_runs_python_commands_with_its_own_interpreter(tmp_path):
+    """With the venv not activated, the first `python` on PATH is another interpreter
+    (here a stub that fails): the command after `--` must use aux.py's own."""
+    for name in CS_AUX:
+        (tmp_path / "aux" / name).mkdir(parents=True)
+        (tmp_path / "aux" / name / "text.txt").write_text("Some text .\n")
+    stub_bin = tmp_path / "bin"
+    stub_bin.mkdir()
+    for name in ("python", "python3"):
+        stub = stub_bin / name
+        stub.write_text("#!/bin/sh\necho wrong python >&2\nexit 3\n")
+        stub.chmod(0o755)
+    env = {**os.environ, "PATH": f"{stub_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cmd = [sys.executable, str(ROOT / "scripts" / "aux.py"), "demo", str(tmp_path), "--",
+           "python", "-c", "import sys; print(sys.executable); print(len(sys.argv) - 1)", "{AUX}"]
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-2:] == [sys.executable, "3"]  # this interpreter, 3 aux files
 
 
 def test_pft_all_workflow_trains_from_the_pft_checkpoint(tmp_path, tiny_bert_dir, shared_data):
