@@ -53,3 +53,36 @@ def pytest_terminal_summary(terminalreporter):
             f"{len(skipped)} test{'s' if len(skipped) != 1 else ''} skipped: {NO_SHARED_DATA} at {os.path.abspath(SHARED_DATA)}",
             yellow=True,
         )
+
+
+def _assert_cli_error(result, *fragments, exit_code=1):
+    """A CliRunner result that failed cleanly: exit status 1, no traceback, and one line
+    ``error: ...`` holding every fragment (file names, line numbers)."""
+    output = result.output
+    assert result.exit_code == exit_code, output
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in output
+    lines = [line for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1, output
+    for fragment in fragments:
+        assert str(fragment) in errors[0], (fragment, errors[0])
+    return errors[0]
+
+
+@pytest.fixture
+def assert_cli_error():
+    """The check that a ``sciner`` command failed with one clear error line (see above)."""
+    return _assert_cli_error
+
+
+def list_tree(path):
+    """Every file and folder under `path`, relative, sorted (to show nothing was left)."""
+    from pathlib import Path
+
+    return sorted(str(p.relative_to(path)) for p in Path(path).rglob("*"))
+
+
+@pytest.fixture
+def tree():
+    return list_tree

@@ -36,7 +36,9 @@ from typing import Callable, Iterator, List, Optional, Tuple, Union
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 
-from .common import DEFAULT_SPANS_KEY, ConversionStats, CorpusFormatError, set_gold_spans, warn_summary
+from .common import (
+    DEFAULT_SPANS_KEY, ConversionStats, CorpusFormatError, read_text, set_gold_spans, warn_summary,
+)
 
 DISCONTINUOUS = ("merge", "fragments", "error")
 DOC_UNITS = ("document", "line")
@@ -147,11 +149,7 @@ def _find_documents(path: Path) -> List[Tuple[Path, Path]]:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        with path.open(encoding="utf8", newline="") as file_:
-            text = file_.read()
-    except UnicodeDecodeError as err:
-        raise CorpusFormatError(path, f"not valid UTF-8 ({err.reason} at byte {err.start})") from None
+    text = read_text(path, newline="")
     if not text.strip():
         raise CorpusFormatError(path, "empty text file")
     return text
@@ -161,8 +159,7 @@ def _read_entities(
     ann_path: Path, text: str, stats: ConversionStats
 ) -> Iterator[Tuple[int, str, str, List[Tuple[int, int]]]]:
     """(line, id, label, fragments) of each text-bound annotation, checked against `text`."""
-    with ann_path.open(encoding="utf8", newline="") as file_:
-        lines = file_.read().split("\n")
+    lines = read_text(ann_path, newline="").split("\n")
     for line_no, line in enumerate(lines, start=1):
         line = line.rstrip("\r")
         if not line.strip():

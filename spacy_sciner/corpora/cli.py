@@ -5,6 +5,7 @@ from pathlib import Path
 import typer
 
 from ..cli import sciner_cli
+from ..cli_util import check_input, check_output_file, fail
 from .common import CorpusFormatError
 
 
@@ -35,7 +36,7 @@ class Discontinuous(str, Enum):
 
 @sciner_cli.command("convert")
 def convert_cli(
-    input_path: Path = typer.Argument(..., help="SciERC .json, CoNLL file, or BRAT .txt/.ann file or directory", exists=True),
+    input_path: Path = typer.Argument(..., help="SciERC .json, CoNLL file, or BRAT .txt/.ann file or directory"),
     output_path: Path = typer.Argument(..., help="Output .spacy (DocBin) file"),
     fmt: Format = typer.Option(..., "--format", "-f", help="Input format"),
     scheme: Scheme = typer.Option(Scheme.auto, "--scheme", help="CoNLL tag scheme (auto: detected per file)"),
@@ -52,14 +53,17 @@ def convert_cli(
     """
     from .convert import convert
 
+    check_input(input_path)
+    check_output_file(output_path)  # before reading: fail fast
     try:
         stats = convert(
             input_path, output_path, fmt.value, scheme=scheme.value, spans_key=spans_key,
             doc_unit=doc_unit.value, repair=repair, discontinuous=discontinuous.value, lang=lang,
         )
     except CorpusFormatError as err:
-        typer.secho(f"error: {err}", fg="red", err=True)
-        raise typer.Exit(1)
+        fail(str(err))
+    except OSError as err:  # writing the output (disk full, ...): nothing is left behind
+        fail(f"{output_path}: cannot write it ({err.strerror or err})")
     typer.echo(f"wrote {output_path}")
     rows = [
         ("docs", stats.docs),

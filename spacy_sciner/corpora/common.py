@@ -160,17 +160,32 @@ def warn_summary(stats: ConversionStats, path: Union[str, Path], what: str, coun
         warnings.warn(f"{path}: {count} {what} (first: {first})", stacklevel=3)
 
 
-def read_lines(path: Union[str, Path]) -> List[str]:
-    """The lines of a UTF-8 text file, without line ends. Raises CorpusFormatError if
-    the file is missing, not UTF-8, or contains nothing but whitespace."""
+def read_text(path: Union[str, Path], newline: Optional[str] = None) -> str:
+    """The whole of a UTF-8 text file. Raises CorpusFormatError (naming the file, and the
+    line of the first bad byte) if it is missing, a directory, unreadable or not UTF-8.
+
+    newline (Optional[str]): As for ``open``: None translates line ends, "" keeps them
+        (character offsets into the file then stay exact, as BRAT needs).
+    """
     path = Path(path)
+    if path.is_dir():
+        raise CorpusFormatError(path, "is a directory, expected a file")
     if not path.is_file():
         raise CorpusFormatError(path, "file not found")
     try:
-        text = path.read_text(encoding="utf8")
+        with path.open(encoding="utf8", newline=newline) as file_:
+            return file_.read()
     except UnicodeDecodeError as err:
         line = text_line_of_offset(path.read_bytes(), err.start)
-        raise CorpusFormatError(path, f"not valid UTF-8 ({err.reason})", line=line) from None
+        raise CorpusFormatError(path, f"not valid UTF-8 ({err.reason} at byte {err.start})", line=line) from None
+    except OSError as err:
+        raise CorpusFormatError(path, f"cannot read it ({err.strerror or err})") from None
+
+
+def read_lines(path: Union[str, Path]) -> List[str]:
+    """The lines of a UTF-8 text file, without line ends. Raises CorpusFormatError if
+    the file is missing, not UTF-8, or contains nothing but whitespace."""
+    text = read_text(path)
     if not text.strip():
         raise CorpusFormatError(path, "empty file (no data)")
     # Not str.splitlines(): it also breaks at U+2028, form feeds etc., which would

@@ -1,5 +1,4 @@
 """Convert a corpus file (or BRAT directory) into a spaCy DocBin (``.spacy``)."""
-import os
 from pathlib import Path
 from typing import Iterator, Union
 
@@ -7,6 +6,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin
 
+from ..cli_util import atomic_output_file
 from .brat import read_brat
 from .common import DEFAULT_SPANS_KEY, ConversionStats, count_docs
 from .conll import read_conll
@@ -76,9 +76,6 @@ def convert(
     doc_bin = DocBin(store_user_data=True)
     for doc in count_docs(docs, spans_key, stats):
         doc_bin.add(doc)
-    output_path = Path(output_path)
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_path = output_path.with_name(output_path.name + ".tmp")
-    doc_bin.to_disk(tmp_path)
-    os.replace(tmp_path, output_path)
+    with atomic_output_file(output_path) as tmp_path:
+        doc_bin.to_disk(tmp_path)
     return stats

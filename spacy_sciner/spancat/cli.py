@@ -6,13 +6,14 @@ from typing import Optional
 import typer
 
 from ..cli import sciner_cli
+from ..cli_util import check_input, check_output_dir, fail, save_pipeline
 
 
 @sciner_cli.command("calibrate")
 def calibrate_cli(
-    model_dir: Path = typer.Argument(..., help="Trained pipeline directory (e.g. training/model-best)", exists=True),
-    dev_path: Path = typer.Argument(..., help="Dev DocBin (.spacy) with gold spans", exists=True),
-    output_dir: Path = typer.Argument(..., help="Where to save the calibrated pipeline"),
+    model_dir: Path = typer.Argument(..., help="Trained pipeline directory (e.g. training/model-best)"),
+    dev_path: Path = typer.Argument(..., help="Dev DocBin (.spacy, or a directory of them) with gold spans"),
+    output_dir: Path = typer.Argument(..., help="Where to save the calibrated pipeline (replaced if it holds one)"),
     target_recall: float = typer.Option(0.99, "--target-recall", help="Fraction of reachable gold spans the filter keeps"),
     tune_threshold: bool = typer.Option(True, "--tune-threshold/--keep-threshold", help="Also choose the decision rule on dev: argmax, or a probability floor where it beats argmax"),
     component: Optional[str] = typer.Option(None, "--component", help="Component name (default: the only sciner_spancat)"),
@@ -22,7 +23,8 @@ def calibrate_cli(
     """Calibrate a trained sciner_spancat on dev, print the report and save the pipeline.
 
     Dev docs are read like `spacy evaluate` reads them (spacy.Corpus), so the filter
-    recall is measured on the same tokenization the pipeline will see.
+    recall is measured on the same tokenization the pipeline will see. Arguments and
+    the output directory are checked before the (long) calibration runs.
     """
     import spacy
     from spacy.training import Corpus
@@ -30,19 +32,36 @@ def calibrate_cli(
 
     from .component import SciNERSpanCategorizer
 
+    check_input(model_dir)
+    check_input(dev_path)
+    check_output_dir(output_dir, "calibrated pipeline")
+    if not 0.0 < target_recall <= 1.0:
+        fail(f"--target-recall must be in (0, 1], got {target_recall}")
+    if batch_size < 1:
+        fail(f"--batch-size must be >= 1, got {batch_size}")
     setup_gpu(gpu_id)
-    nlp = spacy.load(model_dir)
+    try:
+        nlp = spacy.load(model_dir)
+    except (OSError, ValueError) as err:
+        fail(f"{model_dir}: cannot load the pipeline ({_first_line(err)})")
     names = [name for name, proc in nlp.pipeline if isinstance(proc, SciNERSpanCategorizer)]
     if component is not None:
         if component not in names:
-            _fail(f"'{component}' is not a sciner_spancat in {model_dir} (found: {names})")
+            fail(f"'{component}' is not a sciner_spancat in {model_dir} (found: {names})")
         names = [component]
     if len(names) != 1:
-        _fail(f"Need exactly one sciner_spancat in {model_dir}, found {names}; use --component")
-    examples = list(Corpus(dev_path)(nlp))
+        fail(f"Need exactly one sciner_spancat in {model_dir}, found {names}; use --component")
+    pipe = nlp.get_pipe(names[0])
+    try:
+        examples = list(Corpus(dev_path)(nlp))
+    except (OSError, ValueError) as err:
+        fail(f"{dev_path}: not a readable DocBin (.spacy) ({_first_line(err)})")
     if not examples:
-        _fail(f"{dev_path} holds no docs")
-    report = nlp.get_pipe(names[0]).calibrate(
+        fail(f"{dev_path} holds no docs (expected a .spacy DocBin or a directory of them)")
+    key = pipe.cfg["spans_key"]
+    if not any(key in eg.reference.spans and len(eg.reference.spans[key]) for eg in examples):
+        fail(f"{dev_path}: no gold spans in doc.spans[{key!r}] (the spans_key of '{names[0]}'): nothing to calibrate on")
+    report = pipe.calibrate(
         examples, target_recall=target_recall, tune_threshold=tune_threshold, nlp=nlp, batch_size=batch_size
     )
     typer.echo(
@@ -57,11 +76,13 @@ def calibrate_cli(
             f"decision rule {rule}: dev P {report['dev_p']:.4f} R {report['dev_r']:.4f} F {report['dev_f']:.4f} "
             f"(argmax F {report['argmax_dev_f']:.4f}, best floor {report['floor_threshold']:.4g} F {report['floor_dev_f']:.4f})"
         )
-    nlp.to_disk(output_dir)
+    try:
+        save_pipeline(nlp, output_dir)
+    except OSError as err:
+        fail(f"{output_dir}: cannot save the pipeline ({err.strerror or err})")
     typer.echo(json.dumps(report, indent=2))
     typer.echo(f"Saved calibrated pipeline to {output_dir}")
 
 
-def _fail(message: str) -> None:
-    typer.secho(f"error: {message}", fg="red", err=True)
-    raise typer.Exit(1)
+def _first_line(err: Exception) -> str:
+    return (str(err).splitlines() or [type(err).__name__])[0][:300]

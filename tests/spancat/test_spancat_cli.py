@@ -1,10 +1,12 @@
 """`sciner calibrate MODEL_DIR DEV_DOCBIN OUTPUT_DIR`."""
+import pytest
 import spacy
 from spacy.tokens import DocBin
 from spancat_helpers import make_examples
 from typer.testing import CliRunner
 
 from spacy_sciner.cli import sciner_cli
+from spacy_sciner.spancat.component import SciNERSpanCategorizer
 
 
 def write_dev(nlp, path, with_docs=True):
@@ -39,3 +41,109 @@ def test_calibrate_cli_errors(trained_nlp, tmp_path):
     result = runner.invoke(sciner_cli, ["calibrate", str(tmp_path / "model"), str(empty), str(tmp_path / "o2")])
     assert result.exit_code != 0 and "holds no docs" in result.output
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+@pytest.fixture(scope="module")
+def saved(trained_nlp, tmp_path_factory):
+    """(model dir, dev DocBin), written once for the error tests."""
+    root = tmp_path_factory.mktemp("calibrate-inputs")
+    trained_nlp.to_disk(root / "model")
+    return root / "model", write_dev(trained_nlp, root / "dev.spacy")
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Fail the test if the (long) calibration starts."""
+
+    def calibrate(self, *args, **kwargs):
+        raise AssertionError("calibrated although the arguments are unusable")
+
+    monkeypatch.setattr(SciNERSpanCategorizer, "calibrate", calibrate)
+
+
+def calibrate(*args):
+    return CliRunner().invoke(sciner_cli, ["calibrate", *map(str, args)])
+
+
+def test_calibrate_creates_missing_output_parents(saved, tmp_path):
+    model, dev = saved
+    out = tmp_path / "new" / "sub" / "calibrated"
+    result = calibrate(model, dev, out)
+    assert result.exit_code == 0, result.output
+    assert spacy.load(out).get_pipe("sciner_spancat").cfg["filter_threshold"] is not None
+    assert sorted(p.name for p in out.parent.iterdir()) == ["calibrated"]  # no temporary folders
+
+
+def test_calibrate_replaces_an_earlier_output(saved, tmp_path):
+    model, dev = saved
+    out = tmp_path / "calibrated"
+    out.mkdir()
+    (out / "meta.json").write_text("{}")
+    (out / "stale.txt").write_text("from an earlier run")
+    result = calibrate(model, dev, out)
+    assert result.exit_code == 0, result.output
+    assert not (out / "stale.txt").exists() and (out / "config.cfg").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calibrated"]
+
+
+def parent_is_a_file(root):
+    (root / "afile").write_text("x")
+    return root / "afile" / "out"
+
+
+def output_is_a_file(root):
+    (root / "afile").write_text("x")
+    return root / "afile"
+
+
+def unrelated_folder(root):
+    (root / "docs").mkdir()
+    (root / "docs" / "notes.txt").write_text("x")
+    return root / "docs"
+
+
+@pytest.mark.parametrize(
+    "make_out,fragments",
+    [
+        (parent_is_a_file, ["afile is not a directory"]),
+        (output_is_a_file, ["it is a file"]),
+        (unrelated_folder, ["refusing to replace it"]),
+    ],
+)
+def test_calibrate_bad_output_fails_before_the_work(saved, tmp_path, no_work, assert_cli_error, tree, make_out, fragments):
+    model, dev = saved
+    out = make_out(tmp_path)
+    before = tree(tmp_path)
+    assert_cli_error(calibrate(model, dev, out), out, *fragments)
+    assert tree(tmp_path) == before
+
+
+def test_calibrate_bad_inputs(saved, tmp_path, no_work, assert_cli_error, tree):
+    model, dev = saved
+    out = tmp_path / "out"
+    assert_cli_error(calibrate(tmp_path / "nope", dev, out), tmp_path / "nope", "not found")
+    assert_cli_error(calibrate(model, tmp_path / "nope.spacy", out), tmp_path / "nope.spacy", "not found")
+    (tmp_path / "notapipeline").mkdir()
+    assert_cli_error(calibrate(tmp_path / "notapipeline", dev, out), tmp_path / "notapipeline", "cannot load the pipeline")
+    (tmp_path / "bad.spacy").write_text("not a docbin")
+    assert_cli_error(calibrate(model, tmp_path / "bad.spacy", out), tmp_path / "bad.spacy", "not a readable DocBin")
+    assert_cli_error(calibrate(model, dev, out, "--target-recall", "1.5"), "--target-recall", "1.5")
+    assert_cli_error(calibrate(model, dev, out, "--batch-size", "0"), "--batch-size")
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp("no gold spans here")]).to_disk(tmp_path / "nogold.spacy")
+    assert_cli_error(calibrate(model, tmp_path / "nogold.spacy", out), tmp_path / "nogold.spacy", "no gold spans in doc.spans['sc']")
+    assert not out.exists()
+
+
+def test_calibrate_save_failure_leaves_nothing_behind(saved, tmp_path, monkeypatch, assert_cli_error, tree):
+    model, dev = saved
+    real_to_disk = spacy.Language.to_disk
+
+    def to_disk(self, path, **kwargs):
+        real_to_disk(self, path, **kwargs)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spacy.Language, "to_disk", to_disk)
+    out = tmp_path / "new" / "out"
+    assert_cli_error(calibrate(model, dev, out), out, "No space left on device")
+    assert tree(tmp_path) == []
