@@ -21,7 +21,12 @@ measures waiting for them, the CPU time still measures the work each variant doe
 masking time of each of our variants is also measured on its own, which isolates the cost of
 candidate selection from the noise of the much longer forward/backward pass.
 
-Usage: python benchmarks/pft_speed.py [--rounds 5] [--steps 3] [--threads 2]
+It also reports how many pieces each objective actually masks per 1,000 tokens (the budget
+is a cap: candidate objectives mask what the candidates allow), over all SciERC training
+sentences, and the share of entities that fit a strict per-sequence budget vs the share that
+masking reaches. ``--masking-only`` prints just these (seconds, no model).
+
+Usage: python benchmarks/pft_speed.py [--rounds 5] [--steps 3] [--threads 2] [--masking-only]
 """
 import argparse
 import json
@@ -63,6 +68,44 @@ def scierc_sentences(path: Path, n: int):
     return out
 
 
+MASKING_OBJECTIVES = ("mlm_cand", "ecb", "mlm_cand+ecb", "mlm_random", "mlm_span+sbo")
+
+
+def masking_rates(tokenizer, batch_size: int, mask_ratio: float = 0.15) -> dict:
+    """Masked pieces per 1,000 tokens per objective on all SciERC train sentences (gold
+    entities as candidates), mean of 3 masking seeds; and which entities masking reaches."""
+    from spacy_sciner.pft.data import CorpusStats, encode_sentences
+    from spacy_sciner.pft.masking import MaskVocab
+    from spacy_sciner.pft.stats import ever_masked, fits_sequence_budget, measure_masking
+
+    vocab = MaskVocab.from_tokenizer(tokenizer)
+    examples = encode_sentences(scierc_sentences(SCIERC, 10**9), tokenizer, 128, CorpusStats())
+    rates = {}
+    for objective in MASKING_OBJECTIVES:
+        runs = [measure_masking(examples, objective, vocab, mask_ratio, batch_size, seed) for seed in range(3)]
+        rates[objective] = {k: float(np.mean([r.get(k, 0.0) for r in runs])) for k in runs[0]}
+    return {
+        "sentences": len(examples), "candidates": sum(len(ex.candidates) for ex in examples),
+        "masked_per_1k_tokens": rates,
+        "entities_fitting_sequence_budget": fits_sequence_budget(examples, mask_ratio),
+        "entities_ever_masked_50_draws": ever_masked(examples, vocab, mask_ratio, draws=50),
+    }
+
+
+def masking_lines(rates: dict) -> list:
+    """Markdown lines for ``masking_rates``."""
+    from spacy_sciner.pft.stats import format_per_1k
+
+    per_objective = "; ".join(f"`{o}`: {format_per_1k(r)}" for o, r in rates["masked_per_1k_tokens"].items())
+    return [
+        f"- masked pieces per 1,000 tokens, all {rates['sentences']} SciERC train sentences "
+        f"({rates['candidates']} entities as candidates), budget 15%: {per_objective}",
+        f"- SciERC entities no longer than their sentence's 15% budget: "
+        f"{rates['entities_fitting_sequence_budget']:.1%}; masked whole as MLM_CAND in at least one of "
+        f"50 draws: **{rates['entities_ever_masked_50_draws']:.1%}**",
+    ]
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -75,8 +118,14 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--encoder", default="sciner-minilm")
     parser.add_argument("--out", type=Path, default=RESULTS / "pft_speed", help="JSON/Markdown path without suffix")
+    parser.add_argument("--masking-only", action="store_true", help="Only the masking rates (no model, seconds)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.masking_only:
+        from spacy_sciner.pft.heads import load_tokenizer
+
+        print("\n".join(masking_lines(masking_rates(load_tokenizer(args.encoder), args.batch_size))))
+        return
     from transformers import DataCollatorForLanguageModeling
 
     from spacy_sciner.pft.data import CorpusStats, encode_sentences
@@ -163,6 +212,7 @@ def main() -> None:
                 mask_batch(batch, parse_objective(name), np.random.default_rng(i), vocab, 0.15)
         mask_time[name] = (time.process_time() - t0) / (reps * args.steps)
 
+    rates = masking_rates(tokenizer, args.batch_size)
     median_step = {name: statistics.median(times[name]) for name in variants}
     median_cpu = {name: statistics.median(cpu_times[name]) for name in variants}
     tok_s = {name: sum(tokens[name]) / sum(times[name]) for name in variants}
@@ -190,6 +240,8 @@ def main() -> None:
         "speedup_mlm_random_vs_stock": speedup, "speedup_mlm_random_vs_stock_fused": speedup_same_optim, "speedup_mlm_cand_ecb_vs_stock": speedup_cand,
         "step_overhead_cand_ecb_vs_mlm_random": step_overhead,
         "masking_s_per_batch": mask_time, "masking_overhead_share_of_step": masking_overhead,
+        "masked_per_1k_tokens_timed_batches": {n: 1000 * sum(targets[n]) / sum(tokens[n]) for n in variants},
+        "masking_rates_scierc": rates,
         "targets": {"speedup_min": 1.5, "overhead_max": 0.10},
         "uptime_before": load_before, "uptime_after": load_after,
         "torch": torch.__version__, "cpu_count": os.cpu_count(),
@@ -198,11 +250,13 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2))
     rows = [
-        "| variant | tokens/s (wall) | tokens per CPU-s | sentences/s (wall) | median step wall / CPU (s) | predicted pieces / batch |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| variant | tokens/s (wall) | tokens per CPU-s | sentences/s (wall) | median step wall / CPU (s) "
+        "| predicted pieces / batch | per 1,000 tokens |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ] + [
         f"| {n} | {tok_s[n]:.0f} | {tok_cpu_s[n]:.0f} | {result['sentences_per_s'][n]:.1f} | "
-        f"{median_step[n]:.2f} / {median_cpu[n]:.2f} | {result['mean_targets_per_batch'][n]:.1f} |" for n in variants
+        f"{median_step[n]:.2f} / {median_cpu[n]:.2f} | {result['mean_targets_per_batch'][n]:.1f} | "
+        f"{result['masked_per_1k_tokens_timed_batches'][n]:.1f} |" for n in variants
     ]
     md = [
         "# PFT speed (benchmarks/pft_speed.py)", "",
@@ -220,6 +274,7 @@ def main() -> None:
         f"- masking alone: mlm_random {mask_time['mlm_random'] * 1e3:.2f} ms/batch, mlm_cand+ecb "
         f"{mask_time['mlm_cand+ecb'] * 1e3:.2f} ms/batch (CPU): the difference is {masking_overhead * 100:.2f}% "
         "of an mlm_random step",
+        *masking_lines(rates),
         f"- load: before `{load_before}`; after `{load_after}` (uptime: a 1-min load near 2 means the 2 cores were busy with this run only)",
     ]
     args.out.with_suffix(".md").write_text("\n".join(md) + "\n")
