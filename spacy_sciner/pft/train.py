@@ -141,6 +141,12 @@ def _check_settings(cfg: PFTConfig) -> None:
         raise ValueError(f"PFT settings must be at least 1: {', '.join(bad)}")
     if not 0 < cfg.mask_ratio <= 1:
         raise ValueError(f"--mask-ratio {cfg.mask_ratio} must be in (0, 1]")
+    if not 0 <= cfg.warmup_ratio <= 1:
+        raise ValueError(f"--warmup-ratio {cfg.warmup_ratio} must be in [0, 1]")
+    if not cfg.lr > 0:
+        raise ValueError(f"--lr {cfg.lr} must be positive")
+    if not 0 <= cfg.eval_fraction < 1 or cfg.eval_max < 0:
+        raise ValueError(f"eval_fraction {cfg.eval_fraction} must be in [0, 1) and eval_max {cfg.eval_max} >= 0")
     if cfg.limit is not None and cfg.limit < 1:
         raise ValueError(f"--limit {cfg.limit} must be at least 1")
     corpus = Path(cfg.corpus)

@@ -49,6 +49,8 @@ def test_missing_encoder_is_one_line_and_leaves_nothing(tmp_path, corpus_jsonl):
     (["--max-steps", "0"], "pft: PFT settings must be at least 1: --max-steps 0"),
     (["--save-every", "0", "--log-every", "0"], "pft: PFT settings must be at least 1: --save-every 0, --log-every 0"),
     (["--mask-ratio", "0"], "pft: --mask-ratio 0.0 must be in (0, 1]"),
+    (["--warmup-ratio", "1.5"], "pft: --warmup-ratio 1.5 must be in [0, 1]"),
+    (["--lr", "0"], "pft: --lr 0.0 must be positive"),
     (["--gpu-id", "99"], "--gpu-id 99 given but torch sees"),
     (["--max-length", "4096"], "pft: --max-length 4096 exceeds the"),
 ])
@@ -105,3 +107,12 @@ def test_train_warning_of_transformers_is_replaced_by_ours(tiny_bert_dir, caplog
     assert any("has no MLM head: added one" in r.getMessage() for r in caplog.records)
     # Only around the load: the filter is gone afterwards.
     assert not model_logger.filters
+
+
+def test_bad_heldout_split_is_refused_first(tmp_path, tiny_bert_dir, corpus_jsonl, pft_config):
+    from spacy_sciner.pft.train import train_pft
+
+    for bad in ({"eval_fraction": 1.0}, {"eval_fraction": -0.1}, {"eval_max": -1}):
+        with pytest.raises(ValueError, match="eval_fraction .* must be in \\[0, 1\\) and eval_max"):
+            train_pft(pft_config(corpus_jsonl, tmp_path / "o", tiny_bert_dir, **bad))
+    assert not (tmp_path / "o").exists()
