@@ -1,8 +1,15 @@
-"""Benchmark: sciner_spancat vs spaCy's spancat and ner on the same transformer.
+"""Benchmark: sciner_spancat vs spaCy's spancat and ner on the same transformer, and
+spaCy's stock CPU ner (no transformer).
 
-For each dataset (SciERC JSON with nested gold, BioNLP13CG IOB2), trains three pipelines
-with `spacy train` from configs/ with the SAME encoder (offline MiniLM), epochs, seed,
-optimizer, schedule and batcher (all overridden identically on the command line), then:
+For each dataset (SciERC JSON with nested gold, BioNLP13CG IOB2), trains the pipelines
+with `spacy train` from configs/: the three transformer systems with the SAME encoder
+(offline MiniLM), epochs, seed, optimizer, schedule and batcher (all overridden
+identically on the command line); the CNN ner with the same epochs, seed, evaluation
+frequency and selection rule but spaCy's stock optimizer and batcher (what a user of
+`spacy init config --optimize accuracy` gets). Selection, the same for every system:
+model-best on dev (`spacy train`'s own choice); then, on dev only, sciner_spancat's filter
+threshold and decision rule (`sciner calibrate`) and spaCy spancat's threshold (the same
+dev-F1 search, `best_f1_threshold`, over its (span, label) probabilities). Then:
 
 - accuracy on test: exact-span P/R/F against ALL gold spans (nested included, spans longer
   than the maximum span length included), and flat-entity P/R/F (doc.ents), cross-checked
@@ -38,7 +45,9 @@ SYSTEMS = {
     "sciner_spancat": ("configs/sciner_spancat.cfg", "sciner_spancat"),
     "spacy_spancat": ("configs/spacy_spancat.cfg", "spancat"),
     "spacy_ner": ("configs/spacy_ner.cfg", "ner"),
+    "spacy_ner_cnn": ("configs/spacy_ner_cnn.cfg", "ner"),
 }
+TRANSFORMER_SYSTEMS = ("sciner_spancat", "spacy_spancat", "spacy_ner")
 
 
 def prepare(dataset: str, work: Path) -> Path:
@@ -81,13 +90,17 @@ def train(dataset: str, system: str, corpus: Path, work: Path, args) -> dict:
         "--training.max_steps", "0",
         "--training.eval_frequency", str(max(1, steps // args.evals)),
         "--training.patience", "0",
-        "--training.batcher.size", str(args.batch_words),
-        "--training.optimizer.learn_rate.total_steps", str(steps),
-        "--training.optimizer.learn_rate.warmup_steps", str(max(1, steps // 10)),
-        "--training.optimizer.learn_rate.initial_rate", str(args.lr),
-        "--components.transformer.model.name", args.encoder,
+        "--training.logger.progress_bar", "false",
         "--gpu-id", str(args.gpu_id),
     ]
+    if system in TRANSFORMER_SYSTEMS:
+        cmd += [
+            "--training.batcher.size", str(args.batch_words),
+            "--training.optimizer.learn_rate.total_steps", str(steps),
+            "--training.optimizer.learn_rate.warmup_steps", str(max(1, steps // 10)),
+            "--training.optimizer.learn_rate.initial_rate", str(args.lr),
+            "--components.transformer.model.name", args.encoder,
+        ]
     out.mkdir(parents=True, exist_ok=True)
     print(f"[{dataset}/{system}] training: {' '.join(cmd[3:])}", flush=True)
     start = time.perf_counter()
@@ -104,17 +117,56 @@ def train(dataset: str, system: str, corpus: Path, work: Path, args) -> dict:
             check=True, capture_output=True, text=True, cwd=ROOT,
         )
         result["calibration_log"] = cal.stdout[-2000:]
+    elif system == "spacy_spancat":
+        result["calibration"] = tune_spancat_threshold(out / "model-best", corpus / "dev.spacy", out / "model-calibrated")
     done.write_text(json.dumps(result, indent=2))
     return result
 
 
+def tune_spancat_threshold(model: Path, dev_path: Path, output: Path) -> dict:
+    """spaCy spancat's threshold chosen on dev by the search sciner calibrate uses: the
+    dev-micro-F1-best cutoff over every (suggested span, label) probability; saved."""
+    import numpy
+    from spacy.util import minibatch
+
+    from spacy_sciner.spancat.filter import best_f1_threshold
+
+    nlp = spacy.load(model)
+    spancat = nlp.get_pipe("spancat")
+    labels = {label: i for i, label in enumerate(spancat.labels)}
+    n_labels = len(labels) + 1  # + a column for labels the model never saw (always misses)
+    scores, correct, n_gold = [], [], 0
+    for batch in minibatch(list(DocBin().from_disk(dev_path).get_docs(nlp.vocab)), 64):
+        docs = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in batch]
+        for name, proc in nlp.pipeline:
+            if name == "spancat":
+                break
+            docs = list(proc.pipe(docs))
+        indices, probs = spancat.predict(docs)
+        rows, probs = spancat.model.ops.to_numpy(indices.dataXd), spancat.model.ops.to_numpy(probs)
+        offset = 0
+        for gold_doc, count in zip(batch, spancat.model.ops.to_numpy(indices.lengths).tolist()):
+            size = len(gold_doc) + 1
+            gold = {(s.start * size + s.end) * n_labels + labels.get(s.label_, n_labels - 1) for s in gold_doc.spans[SPANS_KEY]}
+            n_gold += len({(s.start, s.end, s.label_) for s in gold_doc.spans[SPANS_KEY]})
+            keys = (rows[offset : offset + count, 0].astype("int64") * size + rows[offset : offset + count, 1]) * n_labels
+            pairs = keys[:, None] + numpy.arange(len(labels))[None, :]
+            correct.append(numpy.isin(pairs.ravel(), numpy.fromiter(gold, dtype="int64", count=len(gold))))
+            scores.append(probs[offset : offset + count].ravel())
+            offset += count
+    best = best_f1_threshold(numpy.concatenate(scores), numpy.concatenate(correct), n_gold)
+    spancat.cfg["threshold"] = best["threshold"]
+    nlp.to_disk(output)
+    return {"threshold": best["threshold"], "dev_p": best["p"], "dev_r": best["r"], "dev_f": best["f"]}
+
+
 def model_dir(dataset: str, system: str, work: Path) -> Path:
     run = work / dataset / system
-    return run / ("model-calibrated" if system == "sciner_spancat" else "model-best")
+    return run / ("model-calibrated" if system in ("sciner_spancat", "spacy_spancat") else "model-best")
 
 
 def predicted_spans(doc: Doc, system: str):
-    if system == "spacy_ner":
+    if system.startswith("spacy_ner"):
         return list(doc.ents)
     return list(doc.spans.get(SPANS_KEY, []))
 
@@ -199,7 +251,11 @@ def speed(dataset: str, work: Path, n_sentences: int, rounds: int) -> dict:
         "transformer+sciner_spancat(no filter)": lambda: run(sciner, use_filter=False),
         "transformer+spacy_spancat(1..8)": lambda: run(spacy_sc),
     }
-    run(sciner, disable=["sciner_spancat"])  # warm-up (allocations, lazy init)
+    if (work / dataset / "spacy_ner_cnn" / "done.json").exists():
+        cnn = spacy.load(model_dir(dataset, "spacy_ner_cnn", work))
+        variants["spacy_ner_cnn (no transformer)"] = lambda: run(cnn)
+    for fn in variants.values():  # warm-up of every pipeline (allocations, lazy init)
+        fn()
     measured = {k: [] for k in variants}
     for _ in range(rounds):
         for name, fn in variants.items():
@@ -213,17 +269,46 @@ def speed(dataset: str, work: Path, n_sentences: int, rounds: int) -> dict:
     return result
 
 
+def previous_results(rev: str) -> dict:
+    """spancat.json as committed at ``rev`` (for the before/after column), or {}."""
+    try:
+        text = subprocess.run(["git", "show", f"{rev}:benchmarks/results/spancat.json"], cwd=ROOT,
+                              check=True, capture_output=True, text=True).stdout
+        return json.loads(text).get("accuracy", {})
+    except (subprocess.CalledProcessError, json.JSONDecodeError, FileNotFoundError):
+        return {}
+
+
+def decision(r: dict) -> str:
+    """The dev-chosen decision rule of a row, in words."""
+    cal = r.get("calibration")
+    if isinstance(cal, dict):
+        return f"threshold {cal['threshold']:.3f} (dev F {100 * cal['dev_f']:.1f})"
+    if isinstance(cal, str):
+        match = [line for line in cal.splitlines() if line.startswith("decision rule")]
+        return match[0].split(":")[0].replace("decision rule ", "") if match else "calibrated"
+    return "model's own decoding"
+
+
 def write_markdown(results: dict, path: Path) -> None:
     lines = [f"# sciner_spancat vs spaCy components (seed {results['seed']}, epochs {results['epochs']}, encoder {results['encoder']})", ""]
     lines.append(f"Machine: {results['machine']}. Load average at start / end: {results['load_start']} / {results['load_end']}.")
-    lines.append("")
-    lines.append("| dataset | system | span P | span R | span F | flat ents F | seqeval F | train s | load at end |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    lines += ["", "Protocol, the same for every row: the same train/dev/test sentences, seed, epochs and number of dev "
+              f"evaluations ({results.get('evals', 4)} per run); `model-best` = the checkpoint `spacy train` picks on dev; decision "
+              "thresholds chosen on dev only. Transformer rows: the same encoder, batcher "
+              f"({results['batch_words']} words) and schedule (warmup_linear, 10% warm-up, peak lr {results['lr']}). "
+              "`spacy_ner_cnn`: spaCy's stock CPU config (Adam lr 0.001, compounding batches), no transformer, no vectors.", ""]
+    before = results.get("before", {})
+    rev = results.get("before_rev", "")
+    lines.append(f"| dataset | system | span P | span R | span F | span F at {rev} | flat ents F | seqeval F | decision (chosen on dev) | train s | load at end |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     for ds, systems in results["accuracy"].items():
         for system, r in systems.items():
+            old = before.get(ds, {}).get(system, {}).get("spans_f")
             lines.append(
                 f"| {ds} | {system} | {100*r['spans_p']:.1f} | {100*r['spans_r']:.1f} | {100*r['spans_f']:.1f} | "
-                f"{100*r['ents_f']:.1f} | {100*r['seqeval_f']:.1f} | {r['train_seconds']:.0f} | {r.get('load_avg_1min_at_end', float('nan')):.1f} |"
+                f"{'—' if old is None else f'{100 * old:.1f}'} | {100*r['ents_f']:.1f} | {100*r['seqeval_f']:.1f} | {decision(r)} | "
+                f"{r['train_seconds']:.0f} | {r.get('load_avg_1min_at_end', float('nan')):.1f} |"
             )
     if results.get("missing"):
         lines += ["", f"Not finished in time (no result): {', '.join(results['missing'])}."]
@@ -257,6 +342,7 @@ def main() -> None:
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--no-train", action="store_true", help="Only evaluate runs that have finished (done.json); list the others as missing")
     p.add_argument("--speed-only", action="store_true", help="Only measure inference speed (trained runs must exist)")
+    p.add_argument("--before-rev", default="127b1b0", help="Git revision whose committed spancat.json gives the 'before' column")
     args = p.parse_args()
     epochs = {}
     for item in args.epochs:
@@ -267,7 +353,8 @@ def main() -> None:
     results = {
         "seed": args.seed, "epochs": {ds: args.epochs_for(ds) for ds in args.datasets}, "encoder": args.encoder, "lr": args.lr,
         "batch_words": args.batch_words, "machine": f"{os.cpu_count()} CPU cores",
-        "load_start": os.getloadavg()[0], "accuracy": {}, "speed": {},
+        "load_start": os.getloadavg()[0], "accuracy": {}, "speed": {}, "evals": args.evals,
+        "before_rev": args.before_rev, "before": previous_results(args.before_rev),
     }
     results["missing"] = []
     for ds in ([] if args.speed_only else args.datasets):
