@@ -2,7 +2,8 @@
 ``python -m spacy_sciner <command>`` or the ``sciner`` console script.
 
 Each seed system adds its sub-commands in its own module (``corpora/cli.py``,
-``mining/cli.py``, ``pft/cli.py``) by decorating functions with ``@sciner_cli.command``;
+``mining/cli.py``, ``pft/cli.py``, ``spancat/cli.py``; ``inspect_cli.py`` for
+``render`` and ``debug-data``) by decorating functions with ``@sciner_cli.command``;
 this module only assembles them, so that one broken module does not hide the others.
 """
 import importlib
@@ -12,7 +13,7 @@ from spacy.cli import app as spacy_app
 
 sciner_cli = typer.Typer(
     name="sciner",
-    help="spacy-sciner: convert corpora, mine entity candidates, pre-fine-tune encoders.",
+    help="spacy-sciner: convert corpora, mine entity candidates, pre-fine-tune encoders, calibrate, inspect data and predictions.",
     no_args_is_help=True,
 )
 
@@ -40,6 +41,7 @@ COMMAND_MODULES = (
     "spacy_sciner.mining.cli",
     "spacy_sciner.pft.cli",
     "spacy_sciner.spancat.cli",
+    "spacy_sciner.inspect_cli",
 )
 for _module in COMMAND_MODULES:
     try:

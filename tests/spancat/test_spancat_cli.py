@@ -147,3 +147,17 @@ def test_calibrate_save_failure_leaves_nothing_behind(saved, tmp_path, monkeypat
     out = tmp_path / "new" / "out"
     assert_cli_error(calibrate(model, dev, out), out, "No space left on device")
     assert tree(tmp_path) == []
+
+
+def test_render_a_sciner_pipeline_against_dev(saved, tmp_path):
+    from spacy_sciner.render import label_colors
+
+    model, dev = saved
+    out = tmp_path / "dev.html"
+    result = CliRunner().invoke(sciner_cli, ["render", str(model), str(dev), str(out)])
+    assert result.exit_code == 0, result.output
+    assert "wrote" in result.output and "3 docs; spans:" in result.output
+    page = out.read_text(encoding="utf8")
+    labels = spacy.load(model).get_pipe("sciner_spancat").labels
+    assert all(color in page for color in label_colors(labels).values())
+    assert page.count("<h3>gold</h3>") == 3 and "treebank" in page
