@@ -43,6 +43,7 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats2d, Ragged
 
+from ..multiprocess import install_fork_guard
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .candidates import Suggester, doc_candidates
 from .decode import best_labels, is_entity, make_span_group, set_ents
@@ -124,6 +125,9 @@ def make_sciner_spancat(
     scorer: Optional[Callable],
 ) -> "SciNERSpanCategorizer":
     """Create a ``SciNERSpanCategorizer``; see the class for the arguments."""
+    # Also for pipelines on spacy-transformers' own architectures: workers of
+    # nlp.pipe(n_process > 1) must not inherit torch's OpenMP pool (a deadlock).
+    install_fork_guard()
     return SciNERSpanCategorizer(
         nlp.vocab, model, name, spans_key=spans_key, max_span_length=max_span_length,
         negatives_per_doc=negatives_per_doc, threshold=threshold, suggester=suggester,
