@@ -7,7 +7,7 @@
   cannot write its result stops at once instead.
 * Outputs are written under a temporary name beside the target and renamed into place
   (``atomic_output_file``, ``save_pipeline``), so a failure leaves nothing partial
-  behind. Files use the mining commands' helpers (``spacy_sciner.mining.output``).
+  behind. Files use the shared helpers of ``spacy_sciner.outputs``.
 """
 import contextlib
 import os
@@ -17,7 +17,7 @@ from typing import Iterator, List, NoReturn, Optional, Union
 
 import typer
 
-from .mining.output import atomic_outputs, check_output_path
+from .outputs import atomic_outputs, check_output_path, writable_ancestor
 
 PathLike = Union[str, Path]
 
@@ -38,12 +38,10 @@ def check_input(path: PathLike) -> Path:
 
 def _check_creatable(path: Path, what: str) -> None:
     """Fail unless the missing parents of `path` can be created and `path` written."""
-    missing = _first_missing(path.parent)
-    existing = missing.parent if missing is not None else path.parent
-    if not existing.is_dir():
-        fail(f"cannot write the {what} {path}: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        fail(f"cannot write the {what} {path}: directory {existing} is not writable")
+    try:
+        writable_ancestor(path.parent, f"cannot write the {what} {path}")
+    except ValueError as err:
+        fail(str(err))
 
 
 def check_output_file(path: PathLike) -> Path:

@@ -13,7 +13,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .acronyms import find_acronym_candidates
 from .dictionary import Match, TermDictionary, is_acronym, resolve_overlaps
-from .output import atomic_outputs
+from ..outputs import atomic_outputs
 from .text import sentence_starts, tokenize
 
 SOURCES = ("dict", "pattern", "phrase")

@@ -14,7 +14,7 @@ import typer
 from ..cli import sciner_cli
 from .candidates import SOURCES, CandidateTable
 from .dictionary import TermDictionary
-from .output import atomic_outputs, check_output_path
+from ..outputs import atomic_outputs, check_output_path
 
 
 def _fail(message: str) -> None:

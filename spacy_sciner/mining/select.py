@@ -29,7 +29,7 @@ from spacy.vocab import Vocab
 
 from .candidates import annotate, tokenize_documents
 from .dictionary import TermDictionary
-from .output import atomic_outputs
+from ..outputs import atomic_outputs
 from .parallel import LineBar, run_partitioned
 from .phrases import STOP_WORDS
 

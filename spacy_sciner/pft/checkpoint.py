@@ -14,6 +14,8 @@ from typing import Dict, List, Optional
 
 import torch
 
+from ..outputs import writable_ancestor
+
 CHECKPOINTS = "checkpoints"
 STATE_FILE = "trainer_state.pt"
 LOG_FILE = "pft_log.json"
@@ -43,13 +45,10 @@ def check_output_writable(output: Path) -> None:
     The folder is only created once the inputs are loaded, so a run that stops on a bad
     input leaves nothing behind; this check makes an unwritable output fail as early.
     """
-    existing = output
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise PFTIOError(f"PFT output directory {output} is not writable: {existing} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise PFTIOError(f"PFT output directory {output} is not writable: no write permission on {existing}")
+    try:
+        writable_ancestor(output, f"PFT output directory {output} is not writable")
+    except ValueError as err:
+        raise PFTIOError(str(err)) from None
 
 
 def make_output(output: Path) -> None:

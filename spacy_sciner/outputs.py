@@ -1,4 +1,4 @@
-"""Output files of the mining commands: checked before the work, written atomically.
+"""Output files of every command: checked before the work, written atomically.
 
 A run can take minutes, so a path that cannot be written is reported before it starts
 (``check_output_path``), and a run that fails or is interrupted while writing leaves
@@ -23,13 +23,25 @@ def check_output_path(path: PathLike) -> None:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"cannot write {path}: it is a directory")
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ValueError(f"cannot write {path}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(f"cannot write {path}: directory {parent} is not writable")
+    writable_ancestor(path.parent, f"cannot write {path}")
+
+
+def writable_ancestor(path: PathLike, context: str) -> Path:
+    """The nearest existing folder at or above ``path``, which must be a writable
+    directory (so that ``path`` can be created below it); else ValueError.
+
+    path (PathLike): A folder that may not exist yet.
+    context (str): Start of the error message, e.g. "cannot write out.tsv".
+    RETURNS (Path): The existing ancestor.
+    """
+    existing = Path(path)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"{context}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{context}: directory {existing} is not writable")
+    return existing
 
 
 def _temporary(path: PathLike) -> str:
