@@ -1,7 +1,8 @@
-"""``sciner calibrate``: choose the high-recall filter's threshold on dev data."""
+"""``sciner calibrate``: choose the high-recall filter's threshold, the decision rule and
+(with ``--also``) the checkpoint on dev data."""
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
@@ -14,6 +15,7 @@ def calibrate_cli(
     model_dir: Path = typer.Argument(..., help="Trained pipeline directory (e.g. training/model-best)"),
     dev_path: Path = typer.Argument(..., help="Dev DocBin (.spacy, or a directory of them) with gold spans"),
     output_dir: Path = typer.Argument(..., help="Where to save the calibrated pipeline (replaced if it holds one)"),
+    also: List[Path] = typer.Option([], "--also", help="Another checkpoint to calibrate (e.g. training/model-last); the one with the best calibrated dev F is saved. Repeatable"),
     target_recall: float = typer.Option(0.99, "--target-recall", help="Fraction of reachable gold spans the filter keeps"),
     tune_threshold: bool = typer.Option(True, "--tune-threshold/--keep-threshold", help="Also choose the decision rule on dev: argmax, or a probability floor where it beats argmax"),
     component: Optional[str] = typer.Option(None, "--component", help="Component name (default: the only sciner_spancat)"),
@@ -24,15 +26,16 @@ def calibrate_cli(
 
     Dev docs are read like `spacy evaluate` reads them (spacy.Corpus), so the filter
     recall is measured on the same tokenization the pipeline will see. Arguments and
-    the output directory are checked before the (long) calibration runs.
+    the output directory are checked before the (long) calibration runs. With --also,
+    every checkpoint is calibrated and the best on dev (calibrated micro F, ties: the
+    first) is saved: `spacy train` does not score its last updates, model-last may be
+    better than model-best.
     """
-    import spacy
-    from spacy.training import Corpus
     from spacy.cli._util import setup_gpu
 
-    from .component import SciNERSpanCategorizer
-
-    check_input(model_dir)
+    candidates = [model_dir, *also]
+    for path in candidates:
+        check_input(path)
     check_input(dev_path)
     check_output_dir(output_dir, "calibrated pipeline")
     if not 0.0 < target_recall <= 1.0:
@@ -40,6 +43,33 @@ def calibrate_cli(
     if batch_size < 1:
         fail(f"--batch-size must be >= 1, got {batch_size}")
     setup_gpu(gpu_id)
+    best = None
+    for path in candidates:
+        nlp, report = _calibrate(path, dev_path, component, target_recall, tune_threshold, batch_size)
+        if len(candidates) > 1:
+            typer.echo(f"{path}: calibrated dev F {report.get('dev_f', float('nan')):.4f}")
+        if best is None or report.get("dev_f", 0.0) > best[1].get("dev_f", 0.0):
+            best = (nlp, report, path)
+    nlp, report, chosen = best
+    if len(candidates) > 1:
+        report["selected_checkpoint"] = str(chosen)
+        typer.echo(f"selected {chosen} (best calibrated dev F of {len(candidates)} checkpoints)")
+    try:
+        save_pipeline(nlp, output_dir)
+    except OSError as err:
+        fail(f"{output_dir}: cannot save the pipeline ({err.strerror or err})")
+    typer.echo(json.dumps(report, indent=2))
+    typer.echo(f"Saved calibrated pipeline to {output_dir}")
+
+
+def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target_recall: float,
+               tune_threshold: bool, batch_size: int) -> Tuple[Any, Dict[str, Any]]:
+    """Load one checkpoint, calibrate its sciner_spancat on dev and print the report."""
+    import spacy
+    from spacy.training import Corpus
+
+    from .component import SciNERSpanCategorizer
+
     try:
         nlp = spacy.load(model_dir)
     except (OSError, ValueError) as err:
@@ -76,12 +106,7 @@ def calibrate_cli(
             f"decision rule {rule}: dev P {report['dev_p']:.4f} R {report['dev_r']:.4f} F {report['dev_f']:.4f} "
             f"(argmax F {report['argmax_dev_f']:.4f}, best floor {report['floor_threshold']:.4g} F {report['floor_dev_f']:.4f})"
         )
-    try:
-        save_pipeline(nlp, output_dir)
-    except OSError as err:
-        fail(f"{output_dir}: cannot save the pipeline ({err.strerror or err})")
-    typer.echo(json.dumps(report, indent=2))
-    typer.echo(f"Saved calibrated pipeline to {output_dir}")
+    return nlp, report
 
 
 def _first_line(err: Exception) -> str:

@@ -161,3 +161,22 @@ def test_render_a_sciner_pipeline_against_dev(saved, tmp_path):
     labels = spacy.load(model).get_pipe("sciner_spancat").labels
     assert all(color in page for color in label_colors(labels).values())
     assert page.count("<h3>gold</h3>") == 3 and "treebank" in page
+
+
+def test_calibrate_also_keeps_the_checkpoint_best_on_dev(trained_nlp, tiny_bert_dir, tmp_path):
+    """`spacy train` never scores its last updates: --also model-last lets dev decide."""
+    from spancat_helpers import make_nlp
+
+    trained_nlp.to_disk(tmp_path / "trained")
+    untrained = make_nlp(tiny_bert_dir)
+    untrained.initialize(lambda: make_examples(untrained))
+    untrained.to_disk(tmp_path / "untrained")
+    dev = write_dev(trained_nlp, tmp_path / "dev.spacy")
+    for order in (["untrained", "trained"], ["trained", "untrained"]):
+        first, second = (tmp_path / name for name in order)
+        out = tmp_path / f"out-{order[0]}"
+        result = calibrate(first, dev, out, "--also", second)
+        assert result.exit_code == 0, result.output
+        report = spacy.load(out).get_pipe("sciner_spancat").cfg["calibration"]
+        assert report["selected_checkpoint"] == str(tmp_path / "trained")
+        assert f"selected {tmp_path / 'trained'}" in result.output and report["dev_f"] > 0.5
