@@ -1,0 +1,1 @@
+"""Training utilities: loggers registered for ``spacy train``."""
