@@ -1,0 +1,1 @@
+"""Token representations for ``sciner_spancat`` beyond a plain transformer listener."""
