@@ -25,6 +25,9 @@ def finish_update_scaled(model: Model, sgd: Optimizer, scale: float, base_rate_p
     """``Model.finish_update`` with the learning rate scaled by ``scale``, except for the
     nodes of ``base_rate_part`` (e.g. an inline transformer: pretrained weights must not
     learn at the head's rate). A listener has no weights, so then this changes nothing.
+    Sub-models of ``base_rate_part`` marked ``attrs["sciner_from_scratch"] = True`` (the
+    CNN of ``spacy-sciner.HybridTok2Vec.v1``) start from random weights like the head and
+    learn at its rate.
 
     model (Model): The model to update.
     sgd (Optimizer): The optimizer.
@@ -32,6 +35,9 @@ def finish_update_scaled(model: Model, sgd: Optimizer, scale: float, base_rate_p
     base_rate_part (Model): A sub-model updated at the base rate.
     """
     base_ids = {node.id for node in base_rate_part.walk()}
+    for node in base_rate_part.walk():
+        if node.attrs.get("sciner_from_scratch"):
+            base_ids.difference_update(part.id for part in node.walk())
     scaled = sgd if scale == 1.0 else ScaledOptimizer(sgd, scale)
     nodes = list(model.walk())
     # Same order as thinc's Model.finish_update: every shim first, then thinc params.

@@ -110,8 +110,6 @@ def test_hybrid_forward_backprop_shapes(tiny_bert_dir):
     assert all(numpy.abs(v[:, :32]).sum() > 0 for v in predicted)
 
 
-@pytest.mark.xfail(reason="needs spacy_sciner/spancat/util.py finish_update_scaled to honour "
-                   "attrs['sciner_from_scratch'] (proposed with issue 9)", strict=False)
 def test_hybrid_cnn_learns_at_the_head_rate(tiny_bert_dir):
     """The from-scratch CNN learns at learn_rate_scale x the base rate, like the head."""
     nlp = make_hybrid_nlp(tiny_bert_dir)
