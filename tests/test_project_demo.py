@@ -96,6 +96,10 @@ def test_packaged_model_card_has_calibrated_dev_and_test_scores(demo):
     assert meta["sciner"]["calibrated"] and calibration["target_recall"] == 0.99
     # `sciner calibrate` measured the same dev F on the same docs
     assert dev["spans_sc_f"] == pytest.approx(calibration["dev_f"], abs=1e-6)
+    # calibrate scored model-best and model-last on dev (the run's last updates are never
+    # evaluated by spacy train) and packaged the better one.
+    assert Path(calibration["selected_checkpoint"]).name in ("model-best", "model-last")
+    assert "training/demo/model-last: calibrated dev F" in result.stdout
     assert meta["sciner"]["dataset"] == "demo" and meta["sciner"]["encoder"] == "sciner-minilm"
     assert meta["license"] == "MIT" and "sciner-minilm" in meta["description"]
     assert meta["version"] == "0.1.0" and any(r.startswith("spacy-sciner") for r in meta["requirements"])
