@@ -1,13 +1,19 @@
 """Dev-F curve of a short `spacy train` run: the old decision rule vs argmax + prior biases.
 
-Before (``--before-rev``, default 127b1b0): a span is output when its best label's
-probability is >= 0.5, and the output biases start at zero. After (this checkout): argmax
-over the labels + "no entity", biases at the sampled class prior. Both train the same
-config on the same data (the shipped demo sample by default) with the same seed, steps and
-evaluation frequency; the "before" code is exported with ``git archive`` and put first on
-PYTHONPATH, so its entry points resolve to the old modules. For each, the dev F after every
-evaluation, then model-best (chosen on dev during training, as `spacy train` does) is
-calibrated on dev and scored on test.
+Three variants train the same config on the same data (the shipped demo sample by default)
+with the same seed, steps and evaluation frequency:
+
+* before (``--before-rev``, default 127b1b0): a span is output when its best label's
+  probability is >= 0.5, output biases start at zero. That tree is exported with
+  ``git archive`` and every command runs inside it (cwd and PYTHONPATH), so its entry
+  points resolve to the old modules;
+* this checkout with ``threshold = 0.5``: the same training as "after" (prior biases,
+  candidate edges), only the old decision rule, so the two curves isolate the rule;
+* after (this checkout): argmax over the labels + "no entity", biases at the class prior.
+
+For each, the dev F after every evaluation, then model-best (chosen on dev during training,
+as `spacy train` does) is calibrated on dev and scored on test. Finished variants (their
+test.json exists) are reused.
 
     python benchmarks/decision_curve.py            # ~10 min on 2 cores
 
@@ -35,9 +41,10 @@ def export_revision(rev: str, dest: Path) -> Path:
     return dest
 
 
-def run(cmd, env, log: Path) -> str:
+def run(cmd, env, log: Path, cwd: Path) -> str:
+    # cwd matters: `python -m` puts it first on sys.path, before PYTHONPATH.
     with open(log, "w") as out:
-        subprocess.run(cmd, env=env, check=True, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        subprocess.run(cmd, env=env, check=True, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
     return log.read_text()
 
 
@@ -51,8 +58,10 @@ def parse_curve(log: str):
     return rows
 
 
-def variant(name: str, code: Path, corpus: Path, work: Path, args) -> dict:
+def variant(name: str, code: Path, corpus: Path, work: Path, args, overrides=()) -> dict:
     out = work / name
+    if (out / "result.json").exists():
+        return json.loads((out / "result.json").read_text())
     env = dict(os.environ, PYTHONPATH=str(code), TOKENIZERS_PARALLELISM="false")
     cmd = [
         sys.executable, "-m", "spacy", "train", str(code / "configs" / "sciner_spancat.cfg"), "--output", str(out),
@@ -60,22 +69,25 @@ def variant(name: str, code: Path, corpus: Path, work: Path, args) -> dict:
         "--system.seed", str(args.seed), "--training.max_epochs", "0", "--training.max_steps", str(args.steps),
         "--training.eval_frequency", str(args.eval_every), "--training.optimizer.learn_rate.warmup_steps", str(args.warmup),
         "--training.optimizer.learn_rate.total_steps", str(args.steps), "--training.logger.progress_bar", "false",
+        *overrides,
     ]
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    curve = parse_curve(run(cmd, env, out / "train.log"))
+    curve = parse_curve(run(cmd, env, out / "train.log", code))
     seconds = time.perf_counter() - start
     cal = [sys.executable, "-m", "spacy_sciner", "calibrate", str(out / "model-best"), str(corpus / "dev.spacy"), str(out / "model-calibrated")]
-    calibration = run(cal, env, out / "calibrate.log")
+    calibration = run(cal, env, out / "calibrate.log", code)
     metrics = out / "test.json"
-    run([sys.executable, "-m", "spacy", "evaluate", str(out / "model-calibrated"), str(corpus / "test.spacy"), "--output", str(metrics)], env, out / "evaluate.log")
+    run([sys.executable, "-m", "spacy", "evaluate", str(out / "model-calibrated"), str(corpus / "test.spacy"), "--output", str(metrics)], env, out / "evaluate.log", code)
     best = max(curve, key=lambda r: r["dev_f"]) if curve else None
     test = json.loads(metrics.read_text())
-    return {
+    result = {
         "curve": curve, "train_seconds": seconds, "best_step": best and best["step"], "best_dev_f": best and best["dev_f"],
         "test_spans_f": test["spans_sc_f"], "test_spans_p": test["spans_sc_p"], "test_spans_r": test["spans_sc_r"],
-        "calibration_tail": calibration[-600:],
+        "calibration_tail": calibration[-600:], "code": str(code), "overrides": list(overrides),
     }
+    (out / "result.json").write_text(json.dumps(result, indent=2))
+    return result
 
 
 def write_outputs(results: dict, results_dir: Path) -> None:
@@ -126,9 +138,13 @@ def main() -> None:
     results = {"dataset": args.dataset, "seed": args.seed, "steps": args.steps, "eval_every": args.eval_every,
                "before_rev": args.before_rev, "machine": f"{os.cpu_count()} CPU cores", "load_start": os.getloadavg()[0], "variants": {}}
     before = export_revision(args.before_rev, args.work / "code-before")
-    variants = {f"before ({args.before_rev}): p >= 0.5, zero biases": before, "after: argmax, prior biases": ROOT}
-    for name, code in variants.items():
-        results["variants"][name] = variant("before" if code is before else "after", code, corpus, args.work, args)
+    variants = {
+        f"before ({args.before_rev}): p >= 0.5, zero biases": ("before", before, ()),
+        "this checkout, threshold 0.5: p >= 0.5, prior biases": ("floor05", ROOT, ("--components.sciner_spancat.threshold", "0.5")),
+        "after: argmax, prior biases": ("after", ROOT, ()),
+    }
+    for name, (folder, code, overrides) in variants.items():
+        results["variants"][name] = variant(folder, code, corpus, args.work, args, overrides)
         print(name, json.dumps({k: v for k, v in results["variants"][name].items() if k != "calibration_tail"}), flush=True)
     results["load_end"] = os.getloadavg()[0]
     args.results.mkdir(parents=True, exist_ok=True)
