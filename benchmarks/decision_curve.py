@@ -113,7 +113,7 @@ def write_outputs(results: dict, results_dir: Path) -> None:
     for name, r in results["variants"].items():
         ax.plot([row["step"] for row in r["curve"]], [row["dev_f"] for row in r["curve"]], marker="o", label=name)
     ax.set_xlabel("updates")
-    ax.set_ylabel("dev span F (uncalibrated, as spacy train scores it)")
+    ax.set_ylabel("dev span F (uncalibrated)")
     ax.set_title(f"sciner_spancat on {results['dataset']}: decision rule")
     ax.legend(fontsize=8)
     fig.tight_layout()
