@@ -27,16 +27,29 @@ DATASETS = {
 
 def main(dataset: str, data_dir: str, output_dir: str) -> None:
     from spacy_sciner.corpora import convert
+    from spacy_sciner.corpora.common import CorpusFormatError
 
     if dataset not in DATASETS:
-        sys.exit(f"Unknown dataset '{dataset}'. Known: {', '.join(sorted(DATASETS))}")
+        sys.exit(f"error: unknown dataset '{dataset}'. Known: {', '.join(sorted(DATASETS))}")
     fmt, pattern = DATASETS[dataset]
+    base = Path(".") if pattern.startswith("assets/") else Path(data_dir)
+    paths = {split: base / pattern.format(split=split) for split in ("train", "dev", "test")}
+    # Every input is checked before any conversion: one line, not a traceback mid-way.
+    if not base.is_dir():
+        sys.exit(
+            f"error: data folder {base} not found. The real data sets are not in the repository: "
+            f"put them at ../shared/data beside it (sources and licenses: README, 'Data') or pass --vars.data_dir"
+        )
+    missing = [str(path) for path in paths.values() if not path.exists()]
+    if missing:
+        sys.exit(f"error: {dataset}: missing {', '.join(missing)}")
     out = Path(output_dir)
-    for split in ("train", "dev", "test"):
-        base = Path(".") if pattern.startswith("assets/") else Path(data_dir)
-        path = base / pattern.format(split=split)
-        # One Doc per sentence everywhere (the demo's BRAT files hold one sentence per line).
-        stats = convert(path, out / f"{split}.spacy", fmt, doc_unit="line" if fmt == "brat" else "sentence")
+    for split, path in paths.items():
+        try:
+            # One Doc per sentence everywhere (the demo's BRAT files hold one sentence per line).
+            stats = convert(path, out / f"{split}.spacy", fmt, doc_unit="line" if fmt == "brat" else "sentence")
+        except CorpusFormatError as err:
+            sys.exit(f"error: {err}")
         print(f"{dataset}/{split}: {stats.docs} docs, {stats.entities} gold spans -> {out / f'{split}.spacy'}")
 
 
