@@ -20,7 +20,7 @@ def test_every_entry_point_loads():
 
 def test_names_are_namespaced_and_versioned():
     for ep in _entry_points():
-        if ep.group in ("spacy_architectures", "spacy_readers", "spacy_scorers", "spacy_misc"):
+        if ep.group in ("spacy_architectures", "spacy_readers", "spacy_scorers", "spacy_misc", "spacy_loggers"):
             assert ep.name.startswith("spacy-sciner."), ep.name
             assert ep.name.rsplit(".", 1)[-1].startswith("v"), ep.name
 
@@ -42,6 +42,8 @@ for reg, name in [
     (registry.scorers, "spacy-sciner.span_scorer.v1"),
     (registry.misc, "spacy-sciner.encoder_path.v1"),
     (registry.misc, "spacy-sciner.candidate_suggester.v1"),
+    (registry.architectures, "spacy-sciner.HybridTok2Vec.v1"),
+    (registry.loggers, "spacy-sciner.JSONLLogger.v1"),
 ]:
     assert callable(reg.get(name)), name
 print("OK", nlp.pipe_names)
@@ -54,5 +56,5 @@ print("OK", nlp.pipe_names)
 def test_spacy_cli_has_the_sciner_commands():
     result = subprocess.run([sys.executable, "-m", "spacy", "sciner", "--help"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
-    for command in ("info", "convert", "calibrate", "mine", "build-corpus", "pft"):
+    for command in ("info", "convert", "calibrate", "mine", "build-corpus", "pft", "render", "debug-data"):
         assert command in result.stdout, command
