@@ -1,0 +1,640 @@
+"""Learning curves to convergence: dev F against updates and wall time, per system.
+
+Each run (dataset x system x seed) is `spacy train` from configs/ with early stopping on
+dev (patience counted in evaluations, across resumed segments), max_epochs 0 and a large
+max_steps; spacy-sciner.JSONLLogger.v1 writes the curve. Runs are resumable ACROSS
+SESSIONS: run state (segments, model-last, model-best, curve, manifest.json) lives under a
+state dir (default ~/.cache/spacy-sciner/convergence), not in the work tree.
+
+A run stops by convergence (no dev gain in `patience` evaluations), by max_steps, or by
+its time budget (--max-minutes, checked at evaluation points so that model-last is always
+an evaluated checkpoint). A stopped run continues in a new segment whose config SOURCES
+every component from the saved model-last (`[components.X] source = PATH`: spaCy 3.8
+loads the weights and skips their initialization). What does NOT carry over: Adam's
+moments (fresh optimizer), the shuffling (the data order restarts at the seed's first
+epoch). The learning-rate and batch-size schedules are shifted by the steps done
+(`sciner_convergence.shifted.v1`), and the first update of a continued segment has
+learning rate 0 so that its step-0 evaluation scores exactly the saved weights: that
+score is recorded next to the saved one (`resume_checks`) and not added to the curve.
+Steps and seconds of a continued segment get the previous segments' offsets (seconds:
+training-loop wall time, initialisation and the resume check excluded).
+
+After every finished or stopped run, benchmarks/results/convergence.{json,md,png} (and one
+convergence_<dataset>.png per dataset) are rewritten from every run in the state dir, merged
+with the runs already in the JSON. A converged run is evaluated: model-best (best dev
+checkpoint); sciner_spancat* calibrated on dev (`sciner calibrate BEST DEV OUT --also
+LAST`), spacy_spancat's threshold tuned on dev (spancat_bench.tune_spancat_threshold); test
+F by spancat_bench.evaluate.
+
+    python benchmarks/convergence.py --datasets bionlp13cg --systems sciner_spancat_cnn --max-minutes 120
+    python benchmarks/convergence.py --smoke          # tiny random BERT, demo data, seconds
+"""
+import argparse
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import spancat_bench  # noqa: E402  (prepare, evaluate, tune_spancat_threshold, model_dir)
+from spacy.util import registry  # noqa: E402
+
+ROOT = spancat_bench.ROOT
+THIS = Path(__file__).resolve()
+SYSTEMS = {
+    # name: (config, needs the transformer)
+    "spacy_ner_cnn": ("configs/spacy_ner_cnn.cfg", False),
+    "spacy_ner": ("configs/spacy_ner.cfg", True),
+    "spacy_spancat": ("configs/spacy_spancat.cfg", True),
+    "sciner_spancat": ("configs/sciner_spancat.cfg", True),
+    "sciner_spancat_cnn": ("configs/sciner_spancat_cnn.cfg", False),
+    "sciner_spancat_hybrid": ("configs/sciner_spancat_hybrid.cfg", True),
+}
+# Steps between dev evaluations: (transformer systems, CNN systems). Transformer: about two
+# evaluations per epoch at 500-word batches (SciERC ~1.9k train sentences, BioNLP13CG
+# ~3k); CNN: spaCy's stock 200 (its batches compound from 100 to 1000 words).
+EVAL_FREQUENCY = {"scierc": (50, 200), "bionlp13cg": (100, 200), "demo": (2, 2)}
+EVAL_FREQUENCY_DEFAULT = (100, 200)
+PATIENCE_EVALS = (5, 8)  # transformer; CNN (8 x 200 = spaCy's stock patience of 1600 steps)
+STOP_MARKER = "stop.json"
+
+
+class ConvergenceStop(Exception):
+    """Raised by the before_update callback at an evaluation point to end a segment."""
+
+
+@registry.schedules("sciner_convergence.shifted.v1")
+def shifted_schedule(schedule, offset: int = -1, first=None):
+    """`schedule` continued after `offset` + 1 values (the steps 0..offset already done);
+    `first` (e.g. 0.0), if not None, is yielded before: the hold step of a resumed run."""
+    values = itertools.repeat(schedule) if isinstance(schedule, (int, float)) else iter(schedule)
+    for _ in range(offset + 1):
+        next(values)
+    if first is not None:
+        yield first
+    yield from values
+
+
+@registry.callbacks("sciner_convergence.stopper.v1")
+def make_stopper(curve: str, stop_file: str, checkpoint: str, model_last: str, eval_frequency: int,
+                 deadline: float, patience_steps: int, best_score: float, best_step: int, step_offset: int):
+    """before_update callback: at the first step after each evaluation, copy model-last to
+    `checkpoint` (atomically, with a fingerprint of the weights) and stop the segment when
+    the global patience is used up or the next evaluation would end after `deadline` (unix
+    time; 0: none). In a continued segment (step_offset >= 0) the first call also writes
+    the fingerprint of the weights after the lr-0 hold step to resume.json."""
+    state = {"last": time.time()}
+    seg_dir = Path(stop_file).parent
+
+    def before_update(nlp, args):
+        step = args["step"]
+        if step == 0 or (step - 1) % eval_frequency:
+            return
+        now = time.time()
+        interval, state["last"] = now - state["last"], now
+        records = read_curve(Path(curve))
+        if not records:
+            return
+        last = records[-1]
+        fp = fingerprint(nlp)
+        if step == 1 and step_offset >= 0:
+            (seg_dir / "resume.json").write_text(json.dumps({"fingerprint": fp, "score": last["score"]}))
+        save_checkpoint(Path(model_last), Path(checkpoint), {**last, "fingerprint": fp})
+        own = records[1:] if step_offset >= 0 else records  # a continued segment's step 0 re-scores the saved model
+        top = max([(r["score"] or 0.0, -(r["step"] + max(step_offset, 0))) for r in own] + [(best_score, -best_step)])
+        global_step = last["step"] + max(step_offset, 0)
+        reason = None
+        if patience_steps and global_step - (-top[1]) >= patience_steps:
+            reason = "converged"
+        elif deadline and now + interval > deadline:
+            reason = "time budget"
+        if reason:
+            Path(stop_file).write_text(json.dumps({"reason": reason, "step": last["step"], "fingerprint": fp}))
+            raise ConvergenceStop(reason)
+
+    return before_update
+
+
+def fingerprint(nlp) -> float:
+    """Sum of |w| over every weight of the pipeline (thinc params and PyTorch shims), in
+    float64: equal before saving and after reloading iff the weights are the same."""
+    import numpy
+
+    total, seen = 0.0, set()
+    for _, proc in nlp.pipeline:
+        model = getattr(proc, "model", None)
+        if not hasattr(model, "walk"):
+            continue
+        for node in model.walk():
+            if node.id in seen:
+                continue
+            seen.add(node.id)
+            for name in node.param_names:
+                if node.has_param(name):
+                    total += float(numpy.abs(node.ops.to_numpy(node.get_param(name)).astype("float64")).sum())
+            for shim in node.shims:
+                torch_model = getattr(shim, "_model", None)
+                if id(shim) not in seen and hasattr(torch_model, "parameters"):
+                    seen.add(id(shim))
+                    total += sum(float(t.detach().double().abs().sum()) for t in torch_model.parameters())
+    return total
+
+
+def read_curve(path: Path) -> list:
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut by a kill
+            break
+    return records
+
+
+def save_checkpoint(model_last: Path, checkpoint: Path, record: dict) -> None:
+    """Copy model-last (saved by spaCy at that evaluation) to `checkpoint`, crash-safe."""
+    if not model_last.exists():
+        return
+    tmp, old = checkpoint.with_name(checkpoint.name + "-tmp"), checkpoint.with_name(checkpoint.name + "-old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(model_last, tmp)
+    (tmp / "checkpoint.json").write_text(json.dumps({k: record[k] for k in ("step", "score", "seconds", "fingerprint")}))
+    if checkpoint.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        checkpoint.rename(old)
+    tmp.rename(checkpoint)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------- runs
+
+
+class Run:
+    """One dataset x system x seed under the state dir, with its manifest."""
+
+    def __init__(self, state: Path, dataset: str, system: str, seed: int):
+        self.dataset, self.system, self.seed = dataset, system, seed
+        self.key = f"{dataset}/{system}/seed{seed}"
+        self.dir = state / "runs" / dataset / f"{system}-seed{seed}"
+        self.manifest_path = self.dir / "manifest.json"
+        self.m = json.loads(self.manifest_path.read_text()) if self.manifest_path.exists() else {
+            "dataset": dataset, "system": system, "seed": seed, "status": "new", "segments": [],
+            "curve": [], "best": None, "resume_checks": [], "evaluation": None,
+        }
+
+    def save(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.manifest_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.m, indent=1))
+        tmp.replace(self.manifest_path)
+
+    @property
+    def offset(self):
+        """(global step, global seconds) of model-last, or None before the first segment."""
+        return (self.m["curve"][-1]["step"], self.m["curve"][-1]["seconds"]) if self.m["curve"] else None
+
+
+def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
+    """The segment's config: the system's config with the run's settings; on a continued
+    run every component sourced from the saved model-last."""
+    from spacy.util import load_config
+
+    config_path, transformer = SYSTEMS[run.system]
+    cfg = load_config(ROOT / config_path, interpolate=False)
+    ef = eval_frequency(args, run.dataset, transformer)
+    patience = (args.patience_evals or PATIENCE_EVALS[0 if transformer else 1]) * ef
+    T = cfg["training"]
+    offset = run.offset
+    step_offset = offset[0] if offset else -1
+    max_steps = -(-args.max_steps // ef) * ef  # a multiple of ef: the last step is evaluated
+    T.update({"max_epochs": 0, "max_steps": max_steps - max(step_offset, 0), "eval_frequency": ef, "patience": 0, "seed": run.seed})
+    cfg["system"]["seed"] = run.seed
+    cfg["paths"]["train"], cfg["paths"]["dev"] = str(corpus / "train.spacy"), str(corpus / "dev.spacy")
+    T["logger"] = {"@loggers": "spacy-sciner.JSONLLogger.v1", "path": str(seg_dir / "curve.jsonl"),
+                   "progress_bar": False, "console_output": True}
+    if transformer:
+        T["batcher"]["size"] = args.batch_words
+        T["optimizer"]["learn_rate"] = {"@schedules": "warmup_linear.v1", "warmup_steps": args.warmup_steps,
+                                        "total_steps": args.max_steps, "initial_rate": args.lr}
+    # Shift the schedules by the steps done; the first update of a continued run at lr 0.
+    T["optimizer"]["learn_rate"] = {"@schedules": "sciner_convergence.shifted.v1", "offset": step_offset,
+                                    "first": 0.0 if offset else None, "schedule": T["optimizer"]["learn_rate"]}
+    T["batcher"]["size"] = {"@schedules": "sciner_convergence.shifted.v1", "offset": step_offset,
+                            "first": None, "schedule": T["batcher"]["size"]}
+    best = run.m["best"] or {"score": -1.0, "step": 0}
+    T["before_update"] = {
+        "@callbacks": "sciner_convergence.stopper.v1", "curve": str(seg_dir / "curve.jsonl"),
+        "stop_file": str(seg_dir / STOP_MARKER), "checkpoint": str(seg_dir / "checkpoint"),
+        "model_last": str(seg_dir / "model-last"), "eval_frequency": ef,
+        "deadline": args.deadline, "patience_steps": patience, "best_score": best["score"],
+        "best_step": best["step"], "step_offset": step_offset,
+    }
+    if offset:  # continue from the saved weights: every component sourced from model-last
+        for name in cfg["nlp"]["pipeline"]:
+            cfg["components"][name] = {"source": str(run.dir / "model-last")}
+    elif transformer:
+        cfg["components"]["transformer"]["model"]["name"] = args.encoder
+    elif args.smoke:  # a small CNN for the smoke test
+        cfg["components"]["tok2vec"]["model"]["encode"].update({"width": 32, "depth": 1})
+    out = seg_dir / "config.cfg"
+    cfg.to_disk(out)
+    return out
+
+
+def eval_frequency(args, dataset: str, transformer: bool) -> int:
+    if args.eval_frequency:
+        return args.eval_frequency
+    return EVAL_FREQUENCY.get(dataset, EVAL_FREQUENCY_DEFAULT)[0 if transformer else 1]
+
+
+def train_segment(run: Run, args, corpus: Path) -> str:
+    """One `spacy train` segment; merges its curve and checkpoints into the run. Returns
+    the run's status: converged / max steps / stopped (time budget) / failed."""
+    k = len(run.m["segments"])
+    seg_dir = run.dir / f"segment-{k}"
+    shutil.rmtree(seg_dir, ignore_errors=True)
+    seg_dir.mkdir(parents=True)
+    config = run_config(run, args, corpus, seg_dir)
+    segment = {"index": k, "dir": str(seg_dir), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "load_start": os.getloadavg()[0], "step_offset": run.offset[0] if run.offset else 0,
+               "seconds_offset": run.offset[1] if run.offset else 0.0, "from": "model-last" if run.offset else "scratch"}
+    run.m["segments"].append(segment)
+    run.m["status"] = "running"
+    run.save()
+    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(seg_dir), "--code", str(THIS),
+           "--gpu-id", str(args.gpu_id)]
+    print(f"[{run.key}] segment {k} ({segment['from']}, step {segment['step_offset']}): {' '.join(cmd[3:])}", flush=True)
+    start = time.time()
+    with open(seg_dir / "train.log", "w") as log:
+        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=train_env(args)).returncode
+    return finish_segment(run, seg_dir, rc, time.time() - start)
+
+
+def finish_segment(run: Run, seg_dir: Path, rc, wall: float) -> str:
+    """Merge a segment (finished, stopped or found interrupted) into the run."""
+    segment = run.m["segments"][-1]
+    records = read_curve(seg_dir / "curve.jsonl")
+    stop = json.loads((seg_dir / STOP_MARKER).read_text()) if (seg_dir / STOP_MARKER).exists() else None
+    model, fp = seg_dir / "model-last", None
+    if rc is None or (rc != 0 and stop is None):  # killed or crashed: the last safe copy
+        ckpt = seg_dir / "checkpoint" if (seg_dir / "checkpoint" / "checkpoint.json").exists() else seg_dir / "checkpoint-old"
+        if not (ckpt / "checkpoint.json").exists():
+            records = []
+        else:
+            saved = json.loads((ckpt / "checkpoint.json").read_text())
+            records = [r for r in records if r["step"] <= saved["step"]]
+            model, fp = ckpt, saved.get("fingerprint")
+    elif stop is not None:
+        records = [r for r in records if r["step"] <= stop["step"]]
+        fp = stop.get("fingerprint")
+    step0, sec0 = segment["step_offset"], segment["seconds_offset"]
+    if records and segment["from"] == "model-last":
+        check, records = records[0], records[1:]
+        saved = run.m["curve"][-1]["score"]
+        resumed = json.loads((seg_dir / "resume.json").read_text()) if (seg_dir / "resume.json").exists() else {}
+        fps = (run.m.get("last_fingerprint"), resumed.get("fingerprint"))
+        same_weights = None if None in fps else abs(fps[0] - fps[1]) <= 1e-9 * max(1.0, abs(fps[0]))
+        run.m["resume_checks"].append({
+            "segment": segment["index"], "saved_score": saved, "first_eval": check["score"],
+            "saved_fingerprint": fps[0], "resumed_fingerprint": fps[1], "same_weights": same_weights,
+            "equal": check["score"] == saved and same_weights is not False})
+        sec0 -= check["seconds"]
+    points = [{"step": r["step"] + step0, "seconds": round(r["seconds"] + sec0, 3), "score": r["score"],
+               "segment": segment["index"], "epoch": r["epoch"]} for r in records]
+    if points and model.exists():
+        top = max(points, key=lambda p: (p["score"] or 0.0, p["step"]))  # spaCy's model-best: the latest tie
+        if run.m["best"] is None or (top["score"] or 0.0) > run.m["best"]["score"]:
+            # The segment's model-best is its best evaluation (its resume check never is:
+            # that one scores the saved model-last, at most the best so far).
+            replace_dir(model if top is points[-1] else seg_dir / "model-best", run.dir / "model-best")
+            run.m["best"] = {**{k: top[k] for k in ("step", "seconds", "segment")}, "score": top["score"] or 0.0}
+        run.m["curve"].extend(points)
+        replace_dir(model, run.dir / "model-last")
+        run.m["last_fingerprint"] = fp  # of the weights now in model-last (None after max steps: final)
+    segment.update({"rc": rc, "wall_seconds": round(wall, 1), "load_end": os.getloadavg()[0], "evals": len(points),
+                    "stop": stop["reason"] if stop else ("max steps" if rc == 0 else "interrupted or failed")})
+    if stop and stop["reason"] == "converged":
+        run.m["status"] = "converged"
+    elif rc == 0:
+        run.m["status"] = "max steps"
+    elif stop:
+        run.m["status"] = "stopped"
+    else:
+        run.m["status"] = "failed" if rc is not None else "stopped"
+        segment["log_tail"] = (seg_dir / "train.log").read_text()[-1500:] if (seg_dir / "train.log").exists() else ""
+    for name in ("model-last", "model-best", "checkpoint", "checkpoint-old", "checkpoint-tmp"):
+        shutil.rmtree(seg_dir / name, ignore_errors=True)  # kept once, at the run level
+    segment["finished"] = True
+    run.save()
+    return run.m["status"]
+
+
+def replace_dir(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(dst.name + "-tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp)
+    shutil.rmtree(dst, ignore_errors=True)
+    tmp.rename(dst)
+
+
+def recover(run: Run) -> None:
+    """A segment left unfinished by a killed session: merge what was checkpointed."""
+    segs = run.m["segments"]
+    if segs and not segs[-1].get("finished"):
+        print(f"[{run.key}] recovering interrupted segment {segs[-1]['index']}", flush=True)
+        finish_segment(run, Path(segs[-1]["dir"]), None, 0.0)
+
+
+def train_env(args) -> dict:
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    if args.threads:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(args.threads)
+    return env
+
+
+# ---------------------------------------------------------------------- evaluation
+
+
+def evaluate_run(run: Run, args, corpus: Path) -> dict:
+    """Dev-chosen decision rule on model-best (sciner: model-last too), then test F."""
+    edir = run.dir / "eval"
+    shutil.rmtree(edir, ignore_errors=True)
+    edir.mkdir(parents=True)
+    selected = run.dir / "model-best"
+    info = {"checkpoint": "model-best", "step": run.m["best"]["step"]}
+    if run.system.startswith("sciner_spancat"):
+        out = edir / "calibrated"
+        cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(run.dir / "model-best"),
+                              str(corpus / "dev.spacy"), str(out), "--also", str(run.dir / "model-last")],
+                             capture_output=True, text=True, cwd=ROOT, env=train_env(args))
+        if cal.returncode:
+            raise RuntimeError(f"calibrate failed: {(cal.stderr or cal.stdout)[-500:]}")
+        info["calibration_log"] = cal.stdout[-1500:]
+        selected = out
+    elif run.system == "spacy_spancat":
+        info["calibration"] = spancat_bench.tune_spancat_threshold(run.dir / "model-best", corpus / "dev.spacy", edir / "calibrated")
+        selected = edir / "calibrated"
+    # spancat_bench.evaluate loads model_dir(dataset, system, work): point both names there.
+    work = edir / "work"
+    (work / run.dataset / run.system).mkdir(parents=True)
+    for name in ("model-best", "model-calibrated"):
+        (work / run.dataset / run.system / name).symlink_to(selected.resolve())
+    t0 = time.time()
+    info.update(spancat_bench.evaluate(run.dataset, run.system, corpus, work))
+    info["test_eval_seconds"] = round(time.time() - t0, 1)
+    return info
+
+
+# ------------------------------------------------------------------------- results
+
+
+def summarize(m: dict, marks: list) -> dict:
+    curve, best = m.get("curve") or [], m.get("best")
+    reached = {}
+    for minutes in marks:
+        upto = [p["score"] or 0.0 for p in curve if p["seconds"] <= minutes * 60]
+        last = curve[-1]["seconds"] if curve else 0
+        # None: the run has not been trained that long (and did not converge before).
+        reached[str(minutes)] = max(upto) if upto and (last >= minutes * 60 or m.get("status") == "converged") else None
+    ev = m.get("evaluation") or {}
+    segs = m.get("segments") or []
+    return {
+        "status": m.get("status"), "segments": len(segs), "evals": len(curve),
+        "best_dev_f": best["score"] if best else None, "best_step": best["step"] if best else None,
+        "best_seconds": best["seconds"] if best else None,
+        "last_step": curve[-1]["step"] if curve else None,
+        "train_seconds": curve[-1]["seconds"] if curve else 0.0,
+        "wall_seconds": round(sum(s.get("wall_seconds", 0) for s in segs), 1),
+        "load_avg": [[s.get("load_start"), s.get("load_end")] for s in segs],
+        "dev_f_at_minutes": reached,
+        "test_spans_f": ev.get("spans_f"), "test_ents_f": ev.get("ents_f"),
+        "resume_checks": m.get("resume_checks") or [],
+    }
+
+
+def write_results(state: Path, results_dir: Path, args) -> Path:
+    """Rebuild convergence.{json,md,png} from every run in the state dir + the runs already
+    in the JSON (so that runs from other machines or lost state stay)."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / "convergence.json"
+    runs = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
+    for manifest in sorted((state / "runs").glob("*/*/manifest.json")):
+        m = json.loads(manifest.read_text())
+        runs[f"{m['dataset']}/{m['system']}/seed{m['seed']}"] = m
+    for key, m in runs.items():  # summaries of merged runs too (marks may have changed)
+        m["summary"] = summarize(m, args.marks)
+    results = {"machine": f"{os.cpu_count()} CPU cores", "marks_minutes": args.marks, "smoke": args.smoke,
+               "encoder": args.encoder if not args.smoke else "tiny random BERT (smoke)",
+               "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": runs}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=1))
+    tmp.replace(path)
+    write_markdown(results, results_dir / "convergence.md")
+    write_plots(results, results_dir)
+    return path
+
+
+def pct(x):
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def write_markdown(results: dict, path: Path) -> None:
+    marks = results["marks_minutes"]
+    lines = [f"# Learning curves to convergence ({results['encoder']}; {results['machine']})", "",
+             "Dev F (the system's spaCy score: spans_sc_f or ents_f) against updates and training-loop wall time; "
+             "test span F of the best dev checkpoint after the dev-chosen decision rule. `dev F @ N min`: best dev F "
+             "among evaluations within N minutes (— : not trained that long). Load average: 1-min at start/end of each segment.", "",
+             "| dataset | system | seed | status | segments | best dev F | at step | at min | test span F | test ents F | "
+             + " | ".join(f"dev F @ {m} min" for m in marks) + " | train min | load avg | resume check |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(marks) + "---:|---|---|"]
+    for key, r in sorted(results["runs"].items()):
+        s = r["summary"]
+        checks = ", ".join("ok" if c["equal"] else f"{c['saved_score']:.4f}≠{c['first_eval']:.4f}" for c in s["resume_checks"]) or "—"
+        best_min = "—" if s["best_seconds"] is None else f"{s['best_seconds'] / 60:.1f}"
+        loads = "; ".join(f"{a:.1f}/{b:.1f}" for a, b in s["load_avg"] if a is not None and b is not None)
+        lines.append(
+            f"| {r['dataset']} | {r['system']} | {r['seed']} | {s['status']} | {s['segments']} | {pct(s['best_dev_f'])} | "
+            f"{s['best_step'] if s['best_step'] is not None else '—'} | "
+            f"{best_min} | "
+            f"{pct(s['test_spans_f'])} | {pct(s['test_ents_f'])} | "
+            + " | ".join(pct(s["dev_f_at_minutes"].get(str(m))) for m in marks)
+            + f" | {s['train_seconds'] / 60:.1f} | {loads} | {checks} |")
+    for ds in sorted({r["dataset"] for r in results["runs"].values()}):
+        lines += ["", f"![{ds}](convergence_{ds}.png)"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_plots(results: dict, results_dir: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = sorted({r["dataset"] for r in results["runs"].values()})
+    if not datasets:
+        return
+    grid, axes_grid = plt.subplots(len(datasets), 2, figsize=(12, 4 * len(datasets)), squeeze=False)
+    for row, ds in enumerate(datasets):
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        for target in (axes, axes_grid[row]):
+            for key, r in sorted(results["runs"].items()):
+                if r["dataset"] != ds or not r["curve"]:
+                    continue
+                label = f"{r['system']} (seed {r['seed']}, {r['status']})"
+                ys = [100 * (p["score"] or 0.0) for p in r["curve"]]
+                target[0].plot([p["step"] for p in r["curve"]], ys, marker=".", label=label)
+                target[1].plot([p["seconds"] / 60 for p in r["curve"]], ys, marker=".", label=label)
+            target[0].set_xlabel("updates")
+            target[1].set_xlabel("training wall time (min)")
+            for ax in target:
+                ax.set_ylabel(f"{ds} dev F")
+                ax.grid(alpha=0.3)
+            if target[0].get_lines():
+                target[0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(results_dir / f"convergence_{ds}.png", dpi=100)
+        plt.close(fig)
+    grid.tight_layout()
+    grid.savefig(results_dir / "convergence.png", dpi=100)
+    plt.close(grid)
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def get_corpus(dataset: str, state: Path) -> Path:
+    if dataset in ("scierc", "bionlp13cg"):  # the very DocBins of spancat_bench
+        return spancat_bench.prepare(dataset, state / "corpora")
+    out = state / "corpora" / dataset / "corpus"
+    if not (out / "test.spacy").exists():
+        res = subprocess.run([sys.executable, "scripts/convert_dataset.py", dataset, str(spancat_bench.DATA), str(out)],
+                             cwd=ROOT, capture_output=True, text=True)
+        if res.returncode:
+            sys.exit((res.stderr or res.stdout).strip().splitlines()[-1])
+    return out
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage block
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def parse_args(argv=None):
+    p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--datasets", nargs="+", default=None, help="scierc bionlp13cg (default), or any scripts/convert_dataset.py name")
+    p.add_argument("--systems", nargs="+", default=None, help=f"Default: all of {', '.join(SYSTEMS)}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-minutes", type=float, default=0, help="Time budget of each run in this invocation (0: none); checked at evaluation points")
+    p.add_argument("--max-steps", type=int, default=20000)
+    p.add_argument("--patience-evals", type=int, default=None, help=f"Evaluations without dev gain before stopping (default {PATIENCE_EVALS[0]} transformer, {PATIENCE_EVALS[1]} CNN)")
+    p.add_argument("--eval-frequency", type=int, default=None, help="Steps between evaluations (default: per dataset and system family)")
+    p.add_argument("--lr", type=float, default=1e-4, help="Transformer systems: peak learning rate")
+    p.add_argument("--warmup-steps", type=int, default=100, help="Transformer systems: linear warm-up, then linear decay to 0 at --max-steps")
+    p.add_argument("--batch-words", type=int, default=500, help="Transformer systems: words per batch")
+    p.add_argument("--encoder", default="sciner-minilm")
+    p.add_argument("--marks", nargs="+", type=float, default=None, help="Minutes at which to report dev F (default 15 30 60)")
+    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--results", type=Path, default=None, help="Default benchmarks/results (smoke: STATE/results)")
+    p.add_argument("--no-evaluate", action="store_true", help="Do not evaluate converged runs on test")
+    p.add_argument("--evaluate-stopped", action="store_true", help="Also evaluate runs stopped by the budget (best dev so far)")
+    p.add_argument("--restart", action="store_true", help="Delete the runs' state and start from scratch")
+    p.add_argument("--report-only", action="store_true", help="Only rewrite the results from the state dir")
+    p.add_argument("--threads", type=int, default=0, help="OMP/MKL threads of each training (0: library default)")
+    p.add_argument("--gpu-id", type=int, default=-1)
+    p.add_argument("--smoke", action="store_true", help="Tiny random BERT, demo data, a few steps (for tests)")
+    args = p.parse_args(argv)
+    from importlib import util as importlib_util
+
+    spec = importlib_util.spec_from_file_location("convert_dataset", ROOT / "scripts" / "convert_dataset.py")
+    known = importlib_util.module_from_spec(spec)
+    spec.loader.exec_module(known)
+    args.datasets = args.datasets or (["demo"] if args.smoke else ["scierc", "bionlp13cg"])
+    args.systems = args.systems or list(SYSTEMS)
+    for ds in args.datasets:
+        if ds not in known.DATASETS:
+            p.error(f"unknown dataset '{ds}' (known: {', '.join(sorted(known.DATASETS))})")
+    for system in args.systems:
+        if system not in SYSTEMS:
+            p.error(f"unknown system '{system}' (known: {', '.join(SYSTEMS)})")
+    for name in ("max_minutes", "max_steps", "patience_evals", "eval_frequency", "warmup_steps", "batch_words", "threads"):
+        value = getattr(args, name)
+        if value is not None and (value < 0 or (name in ("max_steps", "batch_words") and value < 1)):
+            p.error(f"--{name.replace('_', '-')} must be {'positive' if name in ('max_steps', 'batch_words') else '>= 0'}, got {value}")
+    if args.smoke:
+        args.marks = args.marks or [0.05, 0.1, 0.5]
+        if args.max_steps == 20000:
+            args.max_steps = 200
+        args.warmup_steps = min(args.warmup_steps, 2)
+        args.patience_evals = args.patience_evals or 2
+        args.lr = 1e-3 if args.lr == 1e-4 else args.lr
+        args.batch_words = min(args.batch_words, 100)
+        args.threads = args.threads or 1
+    args.marks = args.marks or [15, 30, 60]
+    if any(m <= 0 for m in args.marks):
+        p.error("--marks must be positive minutes")
+    args.results = args.results or (args.state / "results" if args.smoke else ROOT / "benchmarks" / "results")
+    needs_data = [ds for ds in args.datasets if not known.DATASETS[ds][1].startswith("assets/")]
+    if needs_data and not args.report_only and not spancat_bench.DATA.is_dir():
+        p.error(f"data folder {spancat_bench.DATA} not found (needed for {', '.join(needs_data)}; see README, 'Data')")
+    try:
+        args.state.mkdir(parents=True, exist_ok=True)
+        args.results.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        p.error(f"cannot create {err.filename}: {err.strerror}")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.smoke and any(SYSTEMS[s][1] for s in args.systems):
+        from spacy_sciner.testing import make_tiny_bert
+
+        tiny = args.state / "tiny-bert"
+        if not (tiny / "config.json").exists():
+            make_tiny_bert(tiny)
+        args.encoder = str(tiny)
+    if args.report_only:
+        print(write_results(args.state, args.results, args))
+        return 0
+    failed = 0
+    for ds in args.datasets:
+        corpus = get_corpus(ds, args.state)
+        for system in args.systems:
+            run = Run(args.state, ds, system, args.seed)
+            if args.restart and run.dir.exists():
+                shutil.rmtree(run.dir)
+                run = Run(args.state, ds, system, args.seed)
+            recover(run)
+            if run.m["status"] not in ("converged", "max steps"):
+                args.deadline = time.time() + 60 * args.max_minutes if args.max_minutes else 0
+                status = train_segment(run, args, corpus)
+                best = run.m["best"]
+                print(f"[{run.key}] {status}: {len(run.m['curve'])} evals, last step {run.offset[0] if run.offset else '—'}, "
+                      f"best dev F {best['score']:.4f} at step {best['step']}" if best else f"[{run.key}] {status}: no evaluation", flush=True)
+                if status == "failed":
+                    failed += 1
+                    print(f"[{run.key}] FAILED, see {run.m['segments'][-1]['dir']}/train.log:\n{run.m['segments'][-1].get('log_tail', '')[-800:]}", flush=True)
+            if not args.no_evaluate and run.m["best"] and run.m["evaluation"] is None and (
+                    run.m["status"] in ("converged", "max steps") or args.evaluate_stopped):
+                try:
+                    run.m["evaluation"] = evaluate_run(run, args, corpus)
+                except Exception as err:  # reported; the other runs go on
+                    failed += 1
+                    print(f"[{run.key}] evaluation FAILED: {type(err).__name__}: {err}", flush=True)
+                else:
+                    run.m["evaluation"]["status_at_evaluation"] = run.m["status"]
+                    run.save()
+                    print(f"[{run.key}] test span F {run.m['evaluation']['spans_f']:.4f} (best dev step {run.m['best']['step']})", flush=True)
+            write_results(args.state, args.results, args)
+    print(f"results: {args.results / 'convergence.json'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""benchmarks/convergence.py in its --smoke mode (tiny random BERT, demo data, a few steps)."""
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import convergence  # noqa: E402
+
+
+@pytest.fixture
+def run(capsys):
+    """Call the script's main in this process (its trainings are subprocesses); returns
+    the printed output and exit code."""
+
+    def call(*args, check=True):
+        try:
+            rc = convergence.main([str(a) for a in args])
+        except SystemExit as err:
+            rc = err.code
+        out = capsys.readouterr()
+        if check:
+            assert rc == 0, f"rc {rc}\n{out.out[-3000:]}\n{out.err[-3000:]}"
+        return SimpleNamespace(returncode=rc, stdout=out.out, stderr=out.err)
+
+    return call
+
+
+def load(results: Path) -> dict:
+    return json.loads((results / "convergence.json").read_text())["runs"]
+
+
+def test_smoke_end_to_end(tmp_path, run):
+    """Train (transformer path, tiny BERT) to convergence, calibrate on dev, test F, report."""
+    results = tmp_path / "results"
+    res = run("--smoke", "--state", tmp_path / "state", "--results", results, "--systems", "sciner_spancat")
+    assert "[demo/sciner_spancat/seed0] converged" in res.stdout
+    runs = load(results)
+    r = runs["demo/sciner_spancat/seed0"]
+    assert r["status"] == "converged"
+    steps = [p["step"] for p in r["curve"]]
+    assert len(steps) >= 2 and steps == sorted(set(steps))
+    assert r["best"]["step"] in steps
+    assert 0.0 <= r["evaluation"]["spans_f"] <= 1.0 and "calibration_log" in r["evaluation"]
+    assert set(r["summary"]["dev_f_at_minutes"]) == {"0.05", "0.1", "0.5"}
+    assert (results / "convergence.md").read_text().count("| demo | sciner_spancat |") == 1
+    assert (results / "convergence.png").stat().st_size > 0 and (results / "convergence_demo.png").exists()
+    # The run state is outside the results: a later call reuses the finished run.
+    again = run("--smoke", "--state", tmp_path / "state", "--results", results, "--systems", "sciner_spancat")
+    assert "segment" not in again.stdout
+
+
+def test_budget_stop_resume_and_merge(tmp_path, run):
+    """A run stopped by its time budget continues from its saved model-last: its first dev
+    evaluation scores the saved weights (same score, same weight fingerprint), steps and
+    seconds go on from the saved ones; results from other runs already in the JSON stay."""
+    state, results = tmp_path / "state", tmp_path / "results"
+    results.mkdir()
+    other = {"dataset": "elsewhere", "system": "spacy_ner", "seed": 0, "status": "converged", "curve": [],
+             "segments": [], "best": None, "resume_checks": [], "evaluation": None, "summary": {}}
+    (results / "convergence.json").write_text(json.dumps({"runs": {"elsewhere/spacy_ner/seed0": other}}))
+    common = ["--smoke", "--state", state, "--results", results, "--systems", "sciner_spancat_cnn",
+              "--eval-frequency", "3", "--no-evaluate"]
+    first = run(*common, "--max-minutes", "0.001")
+    assert "stopped" in first.stdout
+    r = load(results)["demo/sciner_spancat_cnn/seed0"]
+    assert r["status"] == "stopped" and r["segments"][0]["stop"] == "time budget"
+    saved = r["curve"][-1]
+    assert (state / "runs" / "demo" / "sciner_spancat_cnn-seed0" / "model-last" / "meta.json").exists()
+
+    second = run(*common, "--patience-evals", "2")
+    assert "segment 1 (model-last" in second.stdout
+    runs = load(results)
+    r = runs["demo/sciner_spancat_cnn/seed0"]
+    assert r["status"] == "converged" and len(r["segments"]) == 2
+    assert r["curve"][0] == saved
+    steps, seconds = [p["step"] for p in r["curve"]], [p["seconds"] for p in r["curve"]]
+    assert steps == sorted(set(steps)) and seconds == sorted(seconds) and steps[-1] > saved["step"]
+    assert all(p["segment"] == 1 for p in r["curve"][1:])
+    (check,) = r["resume_checks"]
+    assert check["first_eval"] == check["saved_score"] == saved["score"]
+    assert check["same_weights"] is True and check["saved_fingerprint"] == pytest.approx(check["resumed_fingerprint"], rel=1e-12)
+    # The continued segment's config sources every component from the saved model-last.
+    config = (state / "runs" / "demo" / "sciner_spancat_cnn-seed0" / "segment-1" / "config.cfg").read_text()
+    assert config.count("source = ") == 2
+    assert "elsewhere/spacy_ner/seed0" in runs  # merged, not overwritten
+
+
+def test_bad_arguments_fail_in_one_line(tmp_path, run):
+    for args, needle in [(["--systems", "nope"], "unknown system 'nope'"),
+                         (["--datasets", "nope"], "unknown dataset 'nope'"),
+                         (["--max-steps", "0"], "--max-steps must be positive"),
+                         (["--max-minutes", "-1"], "--max-minutes must be >= 0")]:
+        res = run("--smoke", "--state", tmp_path, *args, check=False)
+        assert res.returncode == 2 and needle in res.stderr and len(res.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "runs").exists()
