@@ -19,7 +19,8 @@ from .sampling import gold_spans, span_keys
 if TYPE_CHECKING:
     from .component import SciNERSpanCategorizer
 
-ROUNDING = 1e6
+DECIMALS = 10  # srsly writes JSON floats with 10 decimals
+TOLERANCE = 1e-12  # far above the last bit srsly's parser may change on scores in [0, 1]
 
 
 def recall_threshold(gold_scores: Floats1d, target_recall: float) -> float:
@@ -28,8 +29,9 @@ def recall_threshold(gold_scores: Floats1d, target_recall: float) -> float:
     gold_scores (Floats1d): Filter probability of every gold span the enumeration
         reaches (width <= L); spans longer than L are outside the filter's reach.
     target_recall (float): Fraction of those gold spans to keep, in (0, 1].
-    RETURNS (float): Keep a span when its filter probability is >= this value.
-        0.0 (keep everything) when there is no gold span to calibrate on.
+    RETURNS (float): The exact cut: keep a span when its filter probability is >= it.
+        0.0 (keep everything) when there is no gold span to calibrate on. The value
+        saved is ``separating_threshold`` of it (see ``choose_thresholds``).
     """
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall must be in (0, 1], got {target_recall}")
@@ -38,7 +40,7 @@ def recall_threshold(gold_scores: Floats1d, target_recall: float) -> float:
     ranked = numpy.sort(numpy.asarray(gold_scores, dtype="f8"))[::-1]
     # The k-th best gold score keeps k gold spans (ties keep more, never fewer).
     k = max(1, math.ceil(target_recall * len(ranked) - 1e-9))
-    return floor_threshold(ranked[k - 1])
+    return float(ranked[k - 1])
 
 
 def best_f1_threshold(scores: Floats1d, correct: numpy.ndarray, n_gold: int) -> Dict[str, float]:
@@ -49,7 +51,8 @@ def best_f1_threshold(scores: Floats1d, correct: numpy.ndarray, n_gold: int) -> 
     correct (numpy.ndarray): Whether that candidate's best label is a gold (span, label).
     n_gold (int): Number of gold (span, label) pairs, including those no candidate can
         reach (long or filtered spans), so recall stays honest.
-    RETURNS (Dict[str, float]): "threshold", "p", "r", "f" at the best cutoff.
+    RETURNS (Dict[str, float]): "threshold", "p", "r", "f" at the best cutoff; the
+        threshold keeps exactly the candidates counted, also after a JSON round trip.
     """
     if len(scores) == 0 or n_gold == 0:
         return {"threshold": 0.5, "p": 0.0, "r": 0.0, "f": 0.0}
@@ -63,7 +66,8 @@ def best_f1_threshold(scores: Floats1d, correct: numpy.ndarray, n_gold: int) -> 
     f = numpy.where(p + r > 0, 2 * p * r / numpy.maximum(p + r, 1e-12), 0.0)
     f = numpy.where(last_of_tie, f, -1.0)
     best = int(f.argmax())
-    return {"threshold": floor_threshold(ranked[best]), "p": float(p[best]), "r": float(r[best]), "f": float(f[best])}
+    below = float(ranked[best + 1]) if best + 1 < len(ranked) else None
+    return {"threshold": separating_threshold(ranked[best], below), "p": float(p[best]), "r": float(r[best]), "f": float(f[best])}
 
 
 class CalibrationData(NamedTuple):
@@ -163,7 +167,9 @@ def choose_thresholds(data: CalibrationData, *, target_recall: float, tune_thres
         argmax), decision, dev_p/r/f of the chosen rule, argmax_dev_f, floor_dev_f and
         floor_threshold (the best floor, whether chosen or not).
     """
-    threshold = recall_threshold(data.gold_filter_probs, target_recall)
+    cut = recall_threshold(data.gold_filter_probs, target_recall)
+    lower = data.filter_probs[data.filter_probs < cut]
+    threshold = separating_threshold(cut, float(lower.max()) if len(lower) else None)
     kept = data.filter_probs >= threshold
     n_kept_gold = int((data.gold_filter_probs >= threshold).sum())
     report: Dict[str, Any] = {
@@ -189,11 +195,24 @@ def choose_thresholds(data: CalibrationData, *, target_recall: float, tune_thres
     return report
 
 
-def floor_threshold(value: float) -> float:
-    """Round a threshold down to 6 decimals. The component's cfg is saved as JSON with
-    10 significant decimals; a threshold rounded *up* on save could drop a span that sat
-    exactly on it, so it is rounded down (keeping at least the same spans) before saving."""
-    return math.floor(float(value) * ROUNDING) / ROUNDING
+def separating_threshold(cut: float, below: Optional[float]) -> float:
+    """A short decimal ``t`` with ``below < t < cut`` (by a margin of ``TOLERANCE``): it keeps
+    exactly the scores >= ``cut`` and still does after the pipeline's cfg is written as JSON
+    (10 decimals) and read back (srsly's parser may move the last bit). A value rounded to
+    fixed decimals instead let in scores just below the cut, so the saved pipeline did not
+    score what calibration had measured.
+
+    cut (float): The lowest score to keep.
+    below (Optional[float]): The highest score to drop (None: nothing below the cut).
+    RETURNS (float): The threshold, >= 0; when no 10-decimal value fits between two scores
+        closer than ~1e-10, they are kept together.
+    """
+    top = float(cut) - TOLERANCE
+    for decimals in range(1, DECIMALS + 1):
+        value = max(0.0, float(f"{math.floor(top * 10**decimals) / 10**decimals:.{decimals}f}"))
+        if below is None or value > below + TOLERANCE:
+            return value
+    return max(0.0, float(f"{math.floor(top * 10**DECIMALS) / 10**DECIMALS:.{DECIMALS}f}"))
 
 
 def sigmoid(logits: numpy.ndarray) -> numpy.ndarray:
