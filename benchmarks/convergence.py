@@ -206,21 +206,21 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
 
     config_path, transformer = SYSTEMS[run.system]
     cfg = load_config(ROOT / config_path, interpolate=False)
-    ef = eval_frequency(args, run.dataset, transformer)
-    patience = (args.patience_evals or PATIENCE_EVALS[0 if transformer else 1]) * ef
+    st = run_settings(run, args, transformer)
+    ef, patience = st["eval_frequency"], st["patience_evals"] * st["eval_frequency"]
     T = cfg["training"]
     offset = run.offset
     step_offset = offset[0] if offset else -1
-    max_steps = -(-args.max_steps // ef) * ef  # a multiple of ef: the last step is evaluated
+    max_steps = -(-st["max_steps"] // ef) * ef  # a multiple of ef: the last step is evaluated
     T.update({"max_epochs": 0, "max_steps": max_steps - max(step_offset, 0), "eval_frequency": ef, "patience": 0, "seed": run.seed})
     cfg["system"]["seed"] = run.seed
     cfg["paths"]["train"], cfg["paths"]["dev"] = str(corpus / "train.spacy"), str(corpus / "dev.spacy")
     T["logger"] = {"@loggers": "spacy-sciner.JSONLLogger.v1", "path": str(seg_dir / "curve.jsonl"),
                    "progress_bar": False, "console_output": True}
     if transformer:
-        T["batcher"]["size"] = args.batch_words
-        T["optimizer"]["learn_rate"] = {"@schedules": "warmup_linear.v1", "warmup_steps": args.warmup_steps,
-                                        "total_steps": args.max_steps, "initial_rate": args.lr}
+        T["batcher"]["size"] = st["batch_words"]
+        T["optimizer"]["learn_rate"] = {"@schedules": "warmup_linear.v1", "warmup_steps": st["warmup_steps"],
+                                        "total_steps": st["max_steps"], "initial_rate": st["lr"]}
     # Shift the schedules by the steps done; the first update of a continued run at lr 0.
     T["optimizer"]["learn_rate"] = {"@schedules": "sciner_convergence.shifted.v1", "offset": step_offset,
                                     "first": 0.0 if offset else None, "schedule": T["optimizer"]["learn_rate"]}
@@ -238,12 +238,29 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
         for name in cfg["nlp"]["pipeline"]:
             cfg["components"][name] = {"source": str(run.dir / "model-last")}
     elif transformer:
-        cfg["components"]["transformer"]["model"]["name"] = args.encoder
+        cfg["components"]["transformer"]["model"]["name"] = st["encoder"]
     elif args.smoke:  # a small CNN for the smoke test
         cfg["components"]["tok2vec"]["model"]["encode"].update({"width": 32, "depth": 1})
     out = seg_dir / "config.cfg"
     cfg.to_disk(out)
     return out
+
+
+def run_settings(run: Run, args, transformer: bool) -> dict:
+    """The run's training settings: fixed by its first segment (a continued run keeps them,
+    whatever this invocation's flags say, with a note when they differ)."""
+    fresh = {"config": SYSTEMS[run.system][0], "eval_frequency": eval_frequency(args, run.dataset, transformer),
+             "patience_evals": args.patience_evals or PATIENCE_EVALS[0 if transformer else 1],
+             "max_steps": args.max_steps, "seed": run.seed}
+    if transformer:
+        fresh.update({"encoder": args.encoder, "lr": args.lr, "warmup_steps": args.warmup_steps,
+                      "batch_words": args.batch_words, "schedule": "warmup_linear to 0 at max_steps"})
+    if not run.m.get("settings"):
+        run.m["settings"] = fresh
+    elif run.m["settings"] != fresh:
+        diff = {k: v for k, v in fresh.items() if run.m["settings"].get(k) != v}
+        print(f"[{run.key}] note: continuing with the run's own settings, not {diff}", flush=True)
+    return run.m["settings"]
 
 
 def eval_frequency(args, dataset: str, transformer: bool) -> int:
@@ -265,9 +282,10 @@ def train_segment(run: Run, args, corpus: Path) -> str:
                "seconds_offset": run.offset[1] if run.offset else 0.0, "from": "model-last" if run.offset else "scratch"}
     run.m["segments"].append(segment)
     run.m["status"] = "running"
-    run.save()
     cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(seg_dir), "--code", str(THIS),
            "--gpu-id", str(args.gpu_id)]
+    segment.update({"command": " ".join(cmd[1:]), "budget_minutes": args.max_minutes, "threads": args.threads or None})
+    run.save()
     print(f"[{run.key}] segment {k} ({segment['from']}, step {segment['step_offset']}): {' '.join(cmd[3:])}", flush=True)
     start = time.time()
     with open(seg_dir / "train.log", "w") as log:
@@ -467,6 +485,17 @@ def write_markdown(results: dict, path: Path) -> None:
             + f" | {s['train_seconds'] / 60:.1f} | {loads} | {checks} |")
     for ds in sorted({r["dataset"] for r in results["runs"].values()}):
         lines += ["", f"![{ds}](convergence_{ds}.png)"]
+    lines += ["", "## What ran", "",
+              "Each segment is one `spacy train` of the run's config (saved beside it in the state dir) with these "
+              "settings; a continued segment sources every component from the previous model-last (fresh Adam "
+              "moments, the data order restarts; schedules shifted by the steps done)."]
+    for key, r in sorted(results["runs"].items()):
+        lines += ["", f"- `{key}`: {json.dumps(r.get('settings', {}))}"]
+        for seg in r.get("segments") or []:
+            lines.append(f"  - segment {seg['index']} from {seg['from']} at step {seg['step_offset']}, started "
+                         f"{seg.get('started', '?')}: {seg.get('stop', '?')} after {seg.get('wall_seconds', 0) / 60:.1f} min wall "
+                         f"({seg.get('evals', 0)} new evaluations, budget {str(seg['budget_minutes']) + ' min' if seg.get('budget_minutes') else 'none'}, "
+                         f"load {seg.get('load_start', 0):.1f} -> {seg.get('load_end') or 0:.1f})")
     path.write_text("\n".join(lines) + "\n")
 
 

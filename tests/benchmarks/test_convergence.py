@@ -62,19 +62,19 @@ def test_budget_stop_resume_and_merge(tmp_path, run):
     other = {"dataset": "elsewhere", "system": "spacy_ner", "seed": 0, "status": "converged", "curve": [],
              "segments": [], "best": None, "resume_checks": [], "evaluation": None, "summary": {}}
     (results / "convergence.json").write_text(json.dumps({"runs": {"elsewhere/spacy_ner/seed0": other}}))
-    common = ["--smoke", "--state", state, "--results", results, "--systems", "sciner_spancat_cnn",
+    common = ["--smoke", "--state", state, "--results", results, "--systems", "spacy_ner_cnn",
               "--eval-frequency", "3", "--no-evaluate"]
     first = run(*common, "--max-minutes", "0.001")
     assert "stopped" in first.stdout
-    r = load(results)["demo/sciner_spancat_cnn/seed0"]
+    r = load(results)["demo/spacy_ner_cnn/seed0"]
     assert r["status"] == "stopped" and r["segments"][0]["stop"] == "time budget"
     saved = r["curve"][-1]
-    assert (state / "runs" / "demo" / "sciner_spancat_cnn-seed0" / "model-last" / "meta.json").exists()
+    assert (state / "runs" / "demo" / "spacy_ner_cnn-seed0" / "model-last" / "meta.json").exists()
 
     second = run(*common, "--patience-evals", "2")
     assert "segment 1 (model-last" in second.stdout
     runs = load(results)
-    r = runs["demo/sciner_spancat_cnn/seed0"]
+    r = runs["demo/spacy_ner_cnn/seed0"]
     assert r["status"] == "converged" and len(r["segments"]) == 2
     assert r["curve"][0] == saved
     steps, seconds = [p["step"] for p in r["curve"]], [p["seconds"] for p in r["curve"]]
@@ -84,7 +84,7 @@ def test_budget_stop_resume_and_merge(tmp_path, run):
     assert check["first_eval"] == check["saved_score"] == saved["score"]
     assert check["same_weights"] is True and check["saved_fingerprint"] == pytest.approx(check["resumed_fingerprint"], rel=1e-12)
     # The continued segment's config sources every component from the saved model-last.
-    config = (state / "runs" / "demo" / "sciner_spancat_cnn-seed0" / "segment-1" / "config.cfg").read_text()
+    config = (state / "runs" / "demo" / "spacy_ner_cnn-seed0" / "segment-1" / "config.cfg").read_text()
     assert config.count("source = ") == 2
     assert "elsewhere/spacy_ner/seed0" in runs  # merged, not overwritten
 
