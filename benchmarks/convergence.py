@@ -81,13 +81,18 @@ def shifted_schedule(schedule, offset: int = -1, first=None):
 
 @registry.callbacks("sciner_convergence.stopper.v1")
 def make_stopper(curve: str, stop_file: str, checkpoint: str, model_last: str, eval_frequency: int,
-                 deadline: float, patience_steps: int, best_score: float, best_step: int, step_offset: int):
+                 deadline: float, patience_steps: int, best_score: float, best_step: int, step_offset: int,
+                 seconds_offset: float = 0.0, marks: list = (), run_dir: str = ""):
     """before_update callback: at the first step after each evaluation, copy model-last to
     `checkpoint` (atomically, with a fingerprint of the weights) and stop the segment when
     the global patience is used up or the next evaluation would end after `deadline` (unix
     time; 0: none). In a continued segment (step_offset >= 0) the first call also writes
-    the fingerprint of the weights after the lr-0 hold step to resume.json."""
-    state = {"last": time.time()}
+    the fingerprint of the weights after the lr-0 hold step to resume.json.
+
+    Time marks (minutes of global training time): when an evaluation first passes a mark,
+    the best checkpoint as of the evaluation before (RUN/best-copy, kept by this callback)
+    is copied to RUN/marks/<minutes>, for test F at equal wall time."""
+    state = {"last": time.time(), "best": best_score}
     seg_dir = Path(stop_file).parent
 
     def before_update(nlp, args):
@@ -105,6 +110,10 @@ def make_stopper(curve: str, stop_file: str, checkpoint: str, model_last: str, e
             (seg_dir / "resume.json").write_text(json.dumps({"fingerprint": fp, "score": last["score"]}))
         save_checkpoint(Path(model_last), Path(checkpoint), {**last, "fingerprint": fp})
         own = records[1:] if step_offset >= 0 else records  # a continued segment's step 0 re-scores the saved model
+        if run_dir and own:
+            snapshot_marks(Path(run_dir), Path(model_last), last, state, marks,
+                           last["seconds"] + (seconds_offset - records[0]["seconds"] if step_offset >= 0 else 0.0),
+                           last["step"] + max(step_offset, 0))
         top = max([(r["score"] or 0.0, -(r["step"] + max(step_offset, 0))) for r in own] + [(best_score, -best_step)])
         global_step = last["step"] + max(step_offset, 0)
         reason = None
@@ -117,6 +126,19 @@ def make_stopper(curve: str, stop_file: str, checkpoint: str, model_last: str, e
             raise ConvergenceStop(reason)
 
     return before_update
+
+
+def snapshot_marks(run_dir: Path, model_last: Path, last: dict, state: dict, marks, seconds: float, step: int) -> None:
+    """Copy best-copy (the best weights up to the previous evaluation) to marks/<m> for each
+    mark this evaluation passes first; then make this evaluation best-copy if it is best."""
+    for minutes in marks:
+        target = run_dir / "marks" / f"{minutes:g}"
+        if seconds > 60 * minutes and not target.exists() and (run_dir / "best-copy").exists():
+            replace_dir(run_dir / "best-copy", target)
+    if (last["score"] or 0.0) > state["best"]:
+        state["best"] = last["score"] or 0.0
+        replace_dir(model_last, run_dir / "best-copy")
+        (run_dir / "best-copy" / "best.json").write_text(json.dumps({"step": step, "seconds": round(seconds, 3), "score": state["best"]}))
 
 
 def fingerprint(nlp) -> float:
@@ -233,6 +255,7 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
         "model_last": str(seg_dir / "model-last"), "eval_frequency": ef,
         "deadline": args.deadline, "patience_steps": patience, "best_score": best["score"],
         "best_step": best["step"], "step_offset": step_offset,
+        "seconds_offset": offset[1] if offset else 0.0, "marks": list(args.marks), "run_dir": str(run.dir),
     }
     if offset:  # continue from the saved weights: every component sourced from model-last
         for name in cfg["nlp"]["pipeline"]:
@@ -276,6 +299,9 @@ def train_segment(run: Run, args, corpus: Path) -> str:
     seg_dir = run.dir / f"segment-{k}"
     shutil.rmtree(seg_dir, ignore_errors=True)
     seg_dir.mkdir(parents=True)
+    if run.offset and (run.dir / "model-best").exists():  # the callback's best-so-far copy
+        replace_dir(run.dir / "model-best", run.dir / "best-copy")
+        (run.dir / "best-copy" / "best.json").write_text(json.dumps({k: run.m["best"][k] for k in ("step", "seconds", "score")}))
     config = run_config(run, args, corpus, seg_dir)
     segment = {"index": k, "dir": str(seg_dir), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "load_start": os.getloadavg()[0], "step_offset": run.offset[0] if run.offset else 0,
@@ -379,24 +405,25 @@ def train_env(args) -> dict:
 # ---------------------------------------------------------------------- evaluation
 
 
-def evaluate_run(run: Run, args, corpus: Path) -> dict:
-    """Dev-chosen decision rule on model-best (sciner: model-last too), then test F."""
-    edir = run.dir / "eval"
+def evaluate_run(run: Run, args, corpus: Path, checkpoint: str = "model-best") -> dict:
+    """Dev-chosen decision rule on a checkpoint (model-best: sciner also model-last), then test F."""
+    edir = run.dir / ("eval" if checkpoint == "model-best" else f"eval-{checkpoint.replace('/', '-')}")
     shutil.rmtree(edir, ignore_errors=True)
     edir.mkdir(parents=True)
-    selected = run.dir / "model-best"
-    info = {"checkpoint": "model-best", "step": run.m["best"]["step"]}
+    selected = run.dir / checkpoint
+    info = {"checkpoint": checkpoint}
     if run.system.startswith("sciner_spancat"):
         out = edir / "calibrated"
-        cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(run.dir / "model-best"),
-                              str(corpus / "dev.spacy"), str(out), "--also", str(run.dir / "model-last")],
+        also = ["--also", str(run.dir / "model-last")] if checkpoint == "model-best" else []
+        cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(selected),
+                              str(corpus / "dev.spacy"), str(out), *also],
                              capture_output=True, text=True, cwd=ROOT, env=train_env(args))
         if cal.returncode:
             raise RuntimeError(f"calibrate failed: {(cal.stderr or cal.stdout)[-500:]}")
         info["calibration_log"] = cal.stdout[-1500:]
         selected = out
     elif run.system == "spacy_spancat":
-        info["calibration"] = spancat_bench.tune_spancat_threshold(run.dir / "model-best", corpus / "dev.spacy", edir / "calibrated")
+        info["calibration"] = spancat_bench.tune_spancat_threshold(selected, corpus / "dev.spacy", edir / "calibrated")
         selected = edir / "calibrated"
     # spancat_bench.evaluate loads model_dir(dataset, system, work): point both names there.
     work = edir / "work"
@@ -406,7 +433,31 @@ def evaluate_run(run: Run, args, corpus: Path) -> dict:
     t0 = time.time()
     info.update(spancat_bench.evaluate(run.dataset, run.system, corpus, work))
     info["test_eval_seconds"] = round(time.time() - t0, 1)
+    shutil.rmtree(work, ignore_errors=True)
     return info
+
+
+def evaluate_marks(run: Run, args, corpus: Path) -> None:
+    """Test F of the best checkpoint at each time mark (the same as at the end when the run
+    converged before the mark or its best did not change after it)."""
+    final_best = run.m["best"]["step"]
+    marks = run.m.setdefault("marks", {})
+    for minutes in args.marks:
+        key, snap = f"{minutes:g}", run.dir / "marks" / f"{minutes:g}"
+        if key in marks:
+            continue
+        if snap.exists():
+            info = json.loads((snap / "best.json").read_text())
+            if info["step"] != final_best:
+                info["evaluation"] = {k: v for k, v in evaluate_run(run, args, corpus, f"marks/{key}").items() if k != "calibration_log"}
+            else:
+                info["evaluation"] = "final"
+        elif run.m["status"] in ("converged", "max steps") and run.m["curve"][-1]["seconds"] <= 60 * minutes:
+            info = {**{k: run.m["best"][k] for k in ("step", "seconds", "score")}, "evaluation": "final"}
+        else:
+            continue
+        marks[key] = info
+        run.save()
 
 
 # ------------------------------------------------------------------------- results
@@ -419,7 +470,7 @@ def summarize(m: dict, marks: list) -> dict:
         upto = [p["score"] or 0.0 for p in curve if p["seconds"] <= minutes * 60]
         last = curve[-1]["seconds"] if curve else 0
         # None: the run has not been trained that long (and did not converge before).
-        reached[str(minutes)] = max(upto) if upto and (last >= minutes * 60 or m.get("status") == "converged") else None
+        reached[f"{minutes:g}"] = max(upto) if upto and (last >= minutes * 60 or m.get("status") in ("converged", "max steps")) else None
     ev = m.get("evaluation") or {}
     segs = m.get("segments") or []
     return {
@@ -432,6 +483,8 @@ def summarize(m: dict, marks: list) -> dict:
         "load_avg": [[s.get("load_start"), s.get("load_end")] for s in segs],
         "dev_f_at_minutes": reached,
         "test_spans_f": ev.get("spans_f"), "test_ents_f": ev.get("ents_f"),
+        "test_spans_f_at_minutes": {k: (ev.get("spans_f") if v.get("evaluation") == "final" else (v.get("evaluation") or {}).get("spans_f"))
+                                    for k, v in (m.get("marks") or {}).items()},
         "resume_checks": m.get("resume_checks") or [],
     }
 
@@ -466,10 +519,11 @@ def write_markdown(results: dict, path: Path) -> None:
     marks = results["marks_minutes"]
     lines = [f"# Learning curves to convergence ({results['encoder']}; {results['machine']})", "",
              "Dev F (the system's spaCy score: spans_sc_f or ents_f) against updates and training-loop wall time; "
-             "test span F of the best dev checkpoint after the dev-chosen decision rule. `dev F @ N min`: best dev F "
-             "among evaluations within N minutes (— : not trained that long). Load average: 1-min at start/end of each segment.", "",
+             "test span F of the best dev checkpoint after the dev-chosen decision rule. `dev / test F @ N min`: best dev F "
+             "among evaluations within N minutes of training, and the test span F of that checkpoint (— : not trained that "
+             "long, or not evaluated). Load average: 1-min at start/end of each segment.", "",
              "| dataset | system | seed | status | segments | best dev F | at step | at min | test span F | test ents F | "
-             + " | ".join(f"dev F @ {m} min" for m in marks) + " | train min | load avg | resume check |",
+             + " | ".join(f"dev / test F @ {m:g} min" for m in marks) + " | train min | load avg | resume check |",
              "|---|---|---:|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(marks) + "---:|---|---|"]
     for key, r in sorted(results["runs"].items()):
         s = r["summary"]
@@ -481,7 +535,7 @@ def write_markdown(results: dict, path: Path) -> None:
             f"{s['best_step'] if s['best_step'] is not None else '—'} | "
             f"{best_min} | "
             f"{pct(s['test_spans_f'])} | {pct(s['test_ents_f'])} | "
-            + " | ".join(pct(s["dev_f_at_minutes"].get(str(m))) for m in marks)
+            + " | ".join(f"{pct(s['dev_f_at_minutes'].get(f'{m:g}'))} / {pct(s.get('test_spans_f_at_minutes', {}).get(f'{m:g}'))}" for m in marks)
             + f" | {s['train_seconds'] / 60:.1f} | {loads} | {checks} |")
     for ds in sorted({r["dataset"] for r in results["runs"].values()}):
         lines += ["", f"![{ds}](convergence_{ds}.png)"]
@@ -500,7 +554,11 @@ def write_markdown(results: dict, path: Path) -> None:
 
 
 def write_plots(results: dict, results_dir: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the [bench] extra; the JSON and Markdown are written anyway
+        print("note: matplotlib not installed (pip install -e '.[bench]'): no PNG written", flush=True)
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -660,6 +718,12 @@ def main(argv=None) -> int:
                     run.m["evaluation"]["status_at_evaluation"] = run.m["status"]
                     run.save()
                     print(f"[{run.key}] test span F {run.m['evaluation']['spans_f']:.4f} (best dev step {run.m['best']['step']})", flush=True)
+            if not args.no_evaluate and run.m["evaluation"]:
+                try:
+                    evaluate_marks(run, args, corpus)
+                except Exception as err:
+                    failed += 1
+                    print(f"[{run.key}] evaluation at time marks FAILED: {type(err).__name__}: {err}", flush=True)
             write_results(args.state, args.results, args)
     print(f"results: {args.results / 'convergence.json'}")
     return 1 if failed else 0
