@@ -26,8 +26,16 @@ checkpoint); sciner_spancat* calibrated on dev (`sciner calibrate BEST DEV OUT -
 LAST`), spacy_spancat's threshold tuned on dev (spancat_bench.tune_spancat_threshold); test
 F by spancat_bench.evaluate.
 
-    python benchmarks/convergence.py --datasets bionlp13cg --systems sciner_spancat_cnn --max-minutes 120
-    python benchmarks/convergence.py --smoke          # tiny random BERT, demo data, seconds
+Time marks (--marks, default 15 30 60 minutes of training-loop time): dev F reached by each
+mark, and the test F of the best checkpoint at that moment (snapshotted during training,
+calibrated and evaluated like model-best).
+
+One background job at a time on the 2-core machine; repeat a command until its runs say
+converged (each call continues the stopped ones), commit benchmarks/results/convergence.*:
+
+    nohup python benchmarks/convergence.py --datasets bionlp13cg --systems sciner_spancat_cnn --max-minutes 120 > conv.log 2>&1 &
+    python benchmarks/convergence.py --report-only     # rewrite the results from the state dir
+    python benchmarks/convergence.py --smoke           # tiny random BERT, demo data, seconds
 """
 import argparse
 import itertools
@@ -92,7 +100,8 @@ def make_stopper(curve: str, stop_file: str, checkpoint: str, model_last: str, e
     Time marks (minutes of global training time): when an evaluation first passes a mark,
     the best checkpoint as of the evaluation before (RUN/best-copy, kept by this callback)
     is copied to RUN/marks/<minutes>, for test F at equal wall time."""
-    state = {"last": time.time(), "best": best_score}
+    # prev: global seconds of the previous evaluation (a mark is passed between two evaluations)
+    state = {"last": time.time(), "best": best_score, "prev": seconds_offset if step_offset >= 0 else None}
     seg_dir = Path(stop_file).parent
 
     def before_update(nlp, args):
@@ -133,8 +142,10 @@ def snapshot_marks(run_dir: Path, model_last: Path, last: dict, state: dict, mar
     mark this evaluation passes first; then make this evaluation best-copy if it is best."""
     for minutes in marks:
         target = run_dir / "marks" / f"{minutes:g}"
-        if seconds > 60 * minutes and not target.exists() and (run_dir / "best-copy").exists():
+        passed_now = state["prev"] is not None and state["prev"] <= 60 * minutes < seconds
+        if passed_now and not target.exists() and (run_dir / "best-copy").exists():
             replace_dir(run_dir / "best-copy", target)
+    state["prev"] = seconds
     if (last["score"] or 0.0) > state["best"]:
         state["best"] = last["score"] or 0.0
         replace_dir(model_last, run_dir / "best-copy")
