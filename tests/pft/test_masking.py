@@ -5,7 +5,6 @@ import torch
 from spacy_sciner.pft.data import Example
 from spacy_sciner.pft.masking import (
     TOKEN_OBJECTIVES,
-    MaskVocab,
     bert_corrupt,
     budget,
     candidate_positions,
@@ -15,10 +14,8 @@ from spacy_sciner.pft.masking import (
     span_positions,
 )
 
-# [CLS] we use support vec ##tor machines ( svm ) [SEP]
-#   0    1   2     3     4    5      6     7  8  9   10
-WORD_IDS = [-1, 0, 1, 2, 3, 3, 4, 5, 6, 7, -1]
-IDS = [101, 2057, 2224, 2490, 2310, 4263, 6681, 1006, 17917, 1007, 102]
+from pft_helpers import IDS, VOCAB, WORD_IDS  # [CLS] we use support vec ##tor machines ( svm ) [SEP]
+
 SVM_MACHINE = (3, 7)  # "support vector machines": pieces 3..6
 SVM = (8, 9)  # "svm"
 WE = (1, 2)  # "we": its left neighbour is [CLS]
@@ -159,7 +156,6 @@ def test_bert_corrupt_80_10_10():
     assert (np.delete(out, [2, 5]) == 2000).all()
 
 
-VOCAB = MaskVocab(pad_id=0, mask_id=103, size=30522, special_ids=(0, 100, 101, 102, 103))
 
 
 def test_mask_batch_targets_and_padding():

@@ -14,10 +14,7 @@ from spacy_sciner.pft.stats import (
     per_1k_tokens,
 )
 
-# [CLS] we use support vec ##tor machines ( svm ) [SEP]: 9 content pieces, budget 1 at 15%
-WORD_IDS = [-1, 0, 1, 2, 3, 3, 4, 5, 6, 7, -1]
-IDS = [101, 2057, 2224, 2490, 2310, 4263, 6681, 1006, 17917, 1007, 102]
-VOCAB = MaskVocab(pad_id=0, mask_id=103, size=30522, special_ids=(0, 100, 101, 102, 103))
+from pft_helpers import IDS, VOCAB, WORD_IDS  # 9 content pieces: budget 1 at 15%
 
 
 def example():
