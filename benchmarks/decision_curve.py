@@ -91,6 +91,9 @@ def variant(name: str, code: Path, corpus: Path, work: Path, args, overrides=())
 
 
 def write_outputs(results: dict, results_dir: Path) -> None:
+    for r in results["variants"].values():  # no machine-specific paths in committed results
+        r["code"] = os.path.relpath(r["code"], ROOT)
+        r["calibration_tail"] = r["calibration_tail"].replace(f"{ROOT}/", "")
     (results_dir / "decision_curve.json").write_text(json.dumps(results, indent=2))
     lines = [
         f"# Decision rule: dev-F curve of a short run ({results['dataset']}, seed {results['seed']}, {results['steps']} steps, dev every {results['eval_every']})",

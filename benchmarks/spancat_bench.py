@@ -116,7 +116,7 @@ def train(dataset: str, system: str, corpus: Path, work: Path, args) -> dict:
              "--target-recall", str(args.target_recall)],
             check=True, capture_output=True, text=True, cwd=ROOT,
         )
-        result["calibration_log"] = cal.stdout[-2000:]
+        result["calibration_log"] = cal.stdout[-2000:].replace(f"{ROOT}/", "")  # no machine paths in results
     elif system == "spacy_spancat":
         result["calibration"] = tune_spancat_threshold(out / "model-best", corpus / "dev.spacy", out / "model-calibrated")
     done.write_text(json.dumps(result, indent=2))
