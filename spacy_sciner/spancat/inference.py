@@ -65,7 +65,8 @@ def score_all_spans(
         offsets = numpy.cumsum(lengths) - lengths
         per_doc = doc_candidates(docs, max_span_length, suggester, allow_punct_edges)
         given = numpy.concatenate([r + offsets[i] for i, r in enumerate(per_doc)]).astype("i")
-    edges = EdgeRule(docs, allow_punct_edges).mask
+    # A suggester's rows were edge-filtered per doc above; otherwise filter while enumerating.
+    edges = EdgeRule(docs, allow_punct_edges).mask if given is None else None
     chunks = iter_span_vectors(encoder, tokens, lengths, max_span_length, chunk_size, rows=given, keep=edges)
     for chunk, reps in chunks:
         f_probs = sigmoid(ops.to_numpy(model.get_ref("filter").predict(reps))[:, 0])
