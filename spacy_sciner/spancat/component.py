@@ -32,7 +32,7 @@ The output biases start at the log class prior of the sampled training distribut
 (``initialize``): with ~94% "no entity" among sampled spans, a uniform start spends the
 first updates learning that prior instead of the entities.
 """
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import numpy
 from spacy.language import Language
@@ -46,12 +46,12 @@ from thinc.types import Floats2d, Ragged
 from ..multiprocess import install_fork_guard
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .candidates import Suggester, doc_candidates
-from .decode import best_labels, is_entity, make_span_group, set_ents
+from .decode import make_span_group, set_ents
 from .filter import choose_thresholds, collect_calibration_data
-from .inference import CandidateScores, score_all_spans
+from .inference import CandidateScores, SpanPredictions, predict_spans, score_all_spans
 from .sampling import enumerate_batch, sample_training_spans, span_targets
 from .util import (
-    check_settings, class_prior_biases, classifier_and_filter_loss, finish_update_scaled, group_counts,
+    check_settings, class_prior_biases, classifier_and_filter_loss, finish_update_scaled,
     sampled_class_counts,
 )
 
@@ -135,14 +135,6 @@ def make_sciner_spancat(
         filter_threshold=filter_threshold, write_ents=write_ents, chunk_size=chunk_size,
         learn_rate_scale=learn_rate_scale, seed=seed, scorer=scorer,
     )
-
-
-class SpanScores(NamedTuple):
-    """What ``predict`` returns: the spans that reached the classifier and their scores."""
-
-    spans: Ragged  # doc-local (start, end) rows, one group per doc
-    probs: Floats2d  # (n_spans, n_labels + 1) class probabilities, numpy
-    n_candidates: int  # spans enumerated before the filter
 
 
 class SciNERSpanCategorizer(TrainablePipe):
@@ -259,17 +251,21 @@ class SciNERSpanCategorizer(TrainablePipe):
         self.vocab.strings.add(label)
         return 1
 
-    def predict(self, docs: Iterable[Doc]) -> SpanScores:
-        """Score every span up to ``max_span_length`` (filtered, if calibrated).
+    def predict(self, docs: Iterable[Doc]) -> SpanPredictions:
+        """The output spans of the docs: candidates up to ``max_span_length`` that the
+        filter keeps (once calibrated) and the decision rule accepts. Decided on the
+        model's device; only the output spans come back to the host.
 
         docs (Iterable[Doc]): The docs, already processed by the transformer.
-        RETURNS (SpanScores): Surviving spans and their class probabilities.
+        RETURNS (SpanPredictions): The spans, their label indices and scores.
         """
-        docs = list(docs)
         prune = bool(self.cfg["use_filter"]) and self.cfg["filter_threshold"] is not None
-        spans, filter_probs, keep, probs = self.score_candidates(docs, prune=prune)
-        kept = Ragged(spans.dataXd[keep], group_counts(spans.lengths, keep))
-        return SpanScores(kept, probs, int(spans.dataXd.shape[0]))
+        return predict_spans(
+            self.model, list(docs), n_labels=len(self.labels),
+            max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
+            threshold=self.cfg["threshold"], filter_threshold=self.cfg["filter_threshold"] if prune else None,
+            suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
+        )
 
     def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
         """Score every candidate span of ``docs``; see ``inference.score_all_spans``.
@@ -285,25 +281,23 @@ class SciNERSpanCategorizer(TrainablePipe):
             suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
         )
 
-    def set_annotations(self, docs: Iterable[Doc], scores: SpanScores) -> None:
+    def set_annotations(self, docs: Iterable[Doc], predictions: SpanPredictions) -> None:
         """Write ``doc.spans[spans_key]`` (with scores) and, optionally, ``doc.ents``.
 
         docs (Iterable[Doc]): The docs given to ``predict``.
-        scores (SpanScores): The output of ``predict``.
+        predictions (SpanPredictions): The output of ``predict``.
         """
-        spans = numpy.asarray(scores.spans.dataXd).reshape(-1, 2)
-        labels, probs = best_labels(scores.probs, len(self.labels))
-        keep = is_entity(scores.probs, len(self.labels), self.cfg["threshold"])
+        spans = numpy.asarray(predictions.spans.dataXd).reshape(-1, 2)
+        label_ids = [self.vocab.strings.add(label) for label in self.labels]
         offset = 0
-        for doc, count in zip(docs, numpy.asarray(scores.spans.lengths).tolist()):
+        for doc, count in zip(docs, numpy.asarray(predictions.spans.lengths).tolist()):
             window = slice(offset, offset + count)
-            mask = keep[window]
             group = make_span_group(
-                doc, self.key, spans[window][mask], labels[window][mask], probs[window][mask], self.labels
+                doc, self.key, spans[window], predictions.labels[window], predictions.scores[window], label_ids
             )
             doc.spans[self.key] = group
             if self.cfg["write_ents"]:
-                set_ents(doc, group)
+                set_ents(doc, group, spans[window])
             offset += count
 
     def update(

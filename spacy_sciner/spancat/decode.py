@@ -1,13 +1,15 @@
 """Turn span scores into annotations: a nested ``SpanGroup`` and flat ``doc.ents``.
 
-Only spans that pass the decision rule become ``Span`` objects; everything before that
-stays in numpy arrays.
+``best_labels`` and ``is_entity`` work on numpy or cupy arrays alike, so that
+``predict`` decides on the device and copies only the output spans to the host. Only
+spans that pass the decision rule become ``Span`` objects.
 """
 from typing import List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.tokens import Doc, Span, SpanGroup
 from thinc.types import Floats1d, Floats2d, Ints1d, Ints2d
+from thinc.util import get_array_module
 
 
 def best_labels(probs: Floats2d, n_labels: int) -> Tuple[Ints1d, Floats1d]:
@@ -17,11 +19,12 @@ def best_labels(probs: Floats2d, n_labels: int) -> Tuple[Ints1d, Floats1d]:
     n_labels (int): Number of entity labels.
     RETURNS (Tuple[Ints1d, Floats1d]): Label index and its probability per span.
     """
+    xp = get_array_module(probs)
     if probs.shape[0] == 0 or n_labels == 0:
-        return numpy.zeros(probs.shape[0], dtype="i"), numpy.zeros(probs.shape[0], dtype="f")
+        return xp.zeros(probs.shape[0], dtype="i"), xp.zeros(probs.shape[0], dtype="f")
     label_probs = probs[:, :n_labels]
     labels = label_probs.argmax(axis=1).astype("i")
-    return labels, label_probs[numpy.arange(len(labels)), labels]
+    return labels, label_probs.max(axis=1)
 
 
 def is_entity(probs: Floats2d, n_labels: int, threshold: Optional[float]) -> numpy.ndarray:
@@ -31,19 +34,22 @@ def is_entity(probs: Floats2d, n_labels: int, threshold: Optional[float]) -> num
     labels plus "no entity" is a label (SEPT, Tri-Train §2.3.2, spaCy's
     ``spancat_singlelabel``); a tie with "no entity" is not an entity. With a float, a
     span is an entity when its best label's probability is >= ``threshold`` (a
-    probability floor that ``calibrate`` may choose on dev instead).
+    probability floor that ``calibrate`` may choose on dev instead). The floor is compared
+    in float64, where ``calibrate`` chose it between two scores: in float32 it could round
+    onto the highest score it must drop.
 
     probs (Floats2d): Class probabilities, shape (n_spans, n_labels + 1).
     n_labels (int): Number of entity labels; column ``n_labels`` is "no entity".
     threshold (Optional[float]): None for argmax, else the probability floor.
-    RETURNS (numpy.ndarray): One bool per span.
+    RETURNS (numpy.ndarray): One bool per span (cupy for cupy input).
     """
     if probs.shape[0] == 0 or n_labels == 0:
-        return numpy.zeros(probs.shape[0], dtype=bool)
+        return get_array_module(probs).zeros(probs.shape[0], dtype=bool)
     best = probs[:, :n_labels].max(axis=1)
     if threshold is None:
         return best > probs[:, n_labels]
-    return best >= float(threshold)
+    return best.astype("float64") >= float(threshold)
+
 
 
 def make_span_group(
@@ -52,22 +58,23 @@ def make_span_group(
     spans: Ints2d,
     labels: Ints1d,
     scores: Floats1d,
-    label_names: Sequence[str],
+    label_ids: Sequence[int],
 ) -> SpanGroup:
-    """A span group of the given (already thresholded) spans, with ``attrs["scores"]``.
+    """A span group of the given (already decided) spans, with ``attrs["scores"]``.
 
-    Spans are ordered by position (start, then end) so that output is deterministic.
+    doc (Doc): The doc.
+    key (str): The group's name.
+    spans (Ints2d): Doc-local (start, end) rows, ordered by start, then end (what
+        ``predict`` returns), so that output is deterministic.
+    labels (Ints1d): Label index of each span.
+    scores (Floats1d): Score of each span.
+    label_ids (Sequence[int]): String-store ids of the labels, by label index.
+    RETURNS (SpanGroup): The group.
     """
-    order = numpy.lexsort((spans[:, 1], spans[:, 0])) if len(spans) else numpy.zeros(0, "i")
-    group = SpanGroup(
-        doc,
-        name=key,
-        spans=[
-            Span(doc, int(spans[i, 0]), int(spans[i, 1]), label=label_names[labels[i]])
-            for i in order
-        ],
-    )
-    group.attrs["scores"] = numpy.asarray(scores, dtype="f")[order]
+    # Plain ints and label ids: Span() then does no string lookup and no numpy boxing.
+    ids = [label_ids[i] for i in labels.tolist()]
+    group = SpanGroup(doc, name=key, spans=[Span(doc, s, e, label=l) for (s, e), l in zip(spans.tolist(), ids)])
+    group.attrs["scores"] = numpy.asarray(scores, dtype="f")
     return group
 
 
@@ -90,11 +97,15 @@ def greedy_decode(spans: Ints2d, scores: Floats1d, doc_length: int) -> List[int]
     return sorted(chosen, key=lambda i: int(spans[i, 0]))
 
 
-def set_ents(doc: Doc, group: SpanGroup) -> None:
-    """Write a non-overlapping, highest-score-first selection of ``group`` to doc.ents."""
+def set_ents(doc: Doc, group: SpanGroup, rows: Ints2d) -> None:
+    """Write a non-overlapping, highest-score-first selection of ``group`` to doc.ents.
+
+    doc (Doc): The doc.
+    group (SpanGroup): The output spans, with ``attrs["scores"]``.
+    rows (Ints2d): The (start, end) row of each span of ``group``, in its order.
+    """
     if len(group) == 0:
         doc.ents = []
         return
-    rows = numpy.asarray([[span.start, span.end] for span in group], dtype="i")
     chosen = greedy_decode(rows, group.attrs["scores"], len(doc))
     doc.ents = [group[i] for i in chosen]

@@ -1,18 +1,42 @@
 """Inference over every candidate span: enumerate, pool, filter, classify - in chunks.
 
+Two entry points share the enumeration:
+
+* ``predict_spans`` (``predict``, the hot path) keeps everything on the model's device -
+  token vectors, pooling, the filter, the MLP and the decision rule - and copies only the
+  output spans' indices, labels and scores to the host, once per batch. On a GPU a copy
+  or a boolean compaction is a synchronisation, so the MLP there runs on every candidate
+  of a chunk and the filter's verdict is a mask (the MLP costs less than the wait); on
+  the CPU the filter compacts the chunk first, which is what saves the MLP's work.
+* ``score_all_spans`` (calibration) returns every candidate's filter probability and the
+  kept ones' class probabilities on the host.
+
 The gold annotation never reaches this code: it sees only the docs (and the token
 vectors the upstream transformer put on them).
 """
-from typing import List, NamedTuple, Optional
+import math
+from typing import Iterator, List, NamedTuple, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
-from thinc.api import Model
+from thinc.api import Model, NumpyOps
 from thinc.types import Floats2d, Ragged
 
 from .candidates import EdgeRule, Suggester, doc_candidates
+from .decode import best_labels, is_entity
 from .filter import sigmoid
 from .model import iter_span_vectors
+from .tokvecs import predict_token_vectors
+
+
+class SpanPredictions(NamedTuple):
+    """What ``predict`` returns: the output spans of a batch, decided on the device."""
+
+    spans: Ragged  # doc-local (start, end) rows, one group per doc, by start then end
+    labels: numpy.ndarray  # label index of each span
+    scores: numpy.ndarray  # its best label's probability
+    n_candidates: int  # spans enumerated
+    n_scored: int  # candidates that passed the filter and reached the classifier
 
 
 class CandidateScores(NamedTuple):
@@ -56,19 +80,8 @@ def score_all_spans(
     nothing = CandidateScores(nothing, numpy.zeros(0, "f"), numpy.zeros(0, bool), numpy.zeros((0, n_classes), "f"))
     if lengths.sum() == 0:
         return nothing
-    tokvecs = model.get_ref("tok2vec").predict(docs)
-    # All docs as one token sequence: a chunk may hold spans of several docs.
-    tokens = ops.flatten([t for t in tokvecs if len(t)])
     rows, filter_probs, keep, probs = [], [], [], []
-    encoder, given = model.get_ref("span_encoder"), None
-    if suggester is not None:
-        offsets = numpy.cumsum(lengths) - lengths
-        per_doc = doc_candidates(docs, max_span_length, suggester, allow_punct_edges)
-        given = numpy.concatenate([r + offsets[i] for i, r in enumerate(per_doc)]).astype("i")
-    # A suggester's rows were edge-filtered per doc above; otherwise filter while enumerating.
-    edges = EdgeRule(docs, allow_punct_edges).mask if given is None else None
-    chunks = iter_span_vectors(encoder, tokens, lengths, max_span_length, chunk_size, rows=given, keep=edges)
-    for chunk, reps in chunks:
+    for chunk, reps in candidate_vectors(model, docs, lengths, max_span_length, chunk_size, suggester, allow_punct_edges):
         f_probs = sigmoid(ops.to_numpy(model.get_ref("filter").predict(reps))[:, 0])
         mask = f_probs >= filter_threshold if filter_threshold is not None else numpy.ones(len(chunk), bool)
         if mask.any():
@@ -91,3 +104,137 @@ def score_all_spans(
     local = rows_all[order] - (ends - lengths)[doc_ids[order]][:, None]
     spans = Ragged(local.astype("i"), numpy.bincount(doc_ids, minlength=len(docs)).astype("i"))
     return CandidateScores(spans, f_all[order], keep_all[order], probs_all)
+
+
+def predict_spans(
+    model: Model,
+    docs: List[Doc],
+    *,
+    n_labels: int,
+    max_span_length: int,
+    chunk_size: int,
+    threshold: Optional[float],
+    filter_threshold: Optional[float] = None,
+    suggester: Optional[Suggester] = None,
+    allow_punct_edges: bool = False,
+    compact: Optional[bool] = None,
+) -> SpanPredictions:
+    """The output spans of the docs: candidates the filter keeps (``filter_threshold``)
+    and the decision rule (``threshold``, see ``decode.is_entity``) accepts.
+
+    model (Model): A ``spacy-sciner.SpanCategorizer.v1`` model (its refs are used).
+    docs (List[Doc]): The docs, processed by the upstream transformer.
+    n_labels (int): Number of entity labels ("no entity" is class ``n_labels``).
+    max_span_length (int): L.
+    chunk_size (int): Most spans pooled and scored at once.
+    threshold (Optional[float]): None for argmax, else the probability floor.
+    filter_threshold (Optional[float]): Filter probability below which a candidate is
+        dropped; None keeps every candidate.
+    suggester (Optional[Suggester]): Proposes the candidates; None: all spans 1..L.
+    allow_punct_edges (bool): Let punctuation-only tokens start or end a candidate.
+    compact (Optional[bool]): Run the MLP only on the filter's survivors (True) or on
+        every candidate, masking afterwards (False); None: True on the CPU, False on a
+        GPU. The output is the same.
+    RETURNS (SpanPredictions): The spans, their labels and scores, on the host.
+    """
+    ops = model.ops
+    xp = ops.xp
+    compact = isinstance(ops, NumpyOps) if compact is None else compact
+    lengths = numpy.asarray([len(doc) for doc in docs], dtype="i")
+    if lengths.sum() == 0 or n_labels == 0:
+        return _no_spans(len(docs))
+    cut = filter_cut(filter_threshold)
+    classifier, filter_head = model.get_ref("classifier"), model.get_ref("filter")
+    rows, passed, entity, labels, scores = [], [], [], [], []
+    for chunk, reps in candidate_vectors(model, docs, lengths, max_span_length, chunk_size, suggester, allow_punct_edges):
+        kept = None if cut is None else filter_head.predict(reps)[:, 0].astype("float64") >= cut
+        if kept is not None and compact:
+            index = xp.flatnonzero(kept)
+            probs = classifier.predict(reps[index]) if len(index) else xp.zeros((0, n_labels + 1), "f")
+            ent, label, score = xp.zeros(len(chunk), bool), xp.zeros(len(chunk), "i"), xp.zeros(len(chunk), "f")
+            ent[index] = is_entity(probs, n_labels, threshold)
+            label[index], score[index] = best_labels(probs, n_labels)
+        else:
+            probs = classifier.predict(reps)
+            ent = is_entity(probs, n_labels, threshold) if kept is None else is_entity(probs, n_labels, threshold) & kept
+            label, score = best_labels(probs, n_labels)
+        rows.append(chunk)
+        passed.append(kept)
+        entity.append(ent)
+        labels.append(label)
+        scores.append(score)
+    if not rows:
+        return _no_spans(len(docs))
+    # The only device-to-host copies of the batch: which candidates are output, their
+    # labels and scores (a few per sentence), and the filter's count.
+    chosen = xp.flatnonzero(xp.concatenate(entity))
+    out_labels = ops.to_numpy(xp.concatenate(labels)[chosen])
+    out_scores = ops.to_numpy(xp.concatenate(scores)[chosen]).astype("f")
+    chosen = ops.to_numpy(chosen)
+    rows_all = numpy.concatenate(rows)
+    n_scored = len(rows_all) if cut is None else int(sum(int(k.sum()) for k in passed))
+    return _group_by_doc(rows_all[chosen], out_labels, out_scores, lengths, len(rows_all), n_scored)
+
+
+def filter_cut(filter_threshold: Optional[float]) -> Optional[float]:
+    """The filter logit at ``filter_threshold``: ``sigmoid(x) >= t`` iff ``x >= logit(t)``.
+
+    Compared in float64, this keeps what ``calibrate`` counted with probabilities: the
+    threshold it saves lies >= 1e-12 away from every dev score (``separating_threshold``),
+    far beyond the float64 rounding of either form.
+
+    filter_threshold (Optional[float]): A probability, or None (keep everything).
+    RETURNS (Optional[float]): The logit cut, or None.
+    """
+    if filter_threshold is None:
+        return None
+    t = float(filter_threshold)
+    if t <= 0.0:
+        return -math.inf
+    if t >= 1.0:
+        return math.inf
+    return math.log(t) - math.log1p(-t)
+
+
+def candidate_vectors(
+    model: Model,
+    docs: List[Doc],
+    lengths: numpy.ndarray,
+    max_span_length: int,
+    chunk_size: int,
+    suggester: Optional[Suggester],
+    allow_punct_edges: bool,
+) -> Iterator[Tuple[numpy.ndarray, Floats2d]]:
+    """Candidate spans of the docs and their vectors, chunk by chunk.
+
+    All docs form one token sequence, so a chunk may hold spans of several docs; rows
+    are global (start, end) on the host, vectors are on the model's device.
+    """
+    tokens = predict_token_vectors(model.get_ref("tok2vec"), docs)
+    given = None
+    if suggester is not None:
+        offsets = numpy.cumsum(lengths) - lengths
+        per_doc = doc_candidates(docs, max_span_length, suggester, allow_punct_edges)
+        given = numpy.concatenate([r + offsets[i] for i, r in enumerate(per_doc)]).astype("i")
+    # A suggester's rows were edge-filtered per doc above; otherwise filter while enumerating.
+    edges = EdgeRule(docs, allow_punct_edges).mask if given is None else None
+    encoder = model.get_ref("span_encoder")
+    return iter_span_vectors(encoder, tokens, lengths, max_span_length, chunk_size, rows=given, keep=edges)
+
+
+def _group_by_doc(
+    rows: numpy.ndarray, labels: numpy.ndarray, scores: numpy.ndarray, lengths: numpy.ndarray,
+    n_candidates: int, n_scored: int,
+) -> SpanPredictions:
+    """Global rows -> doc-local rows grouped per doc, by start then end."""
+    ends = numpy.cumsum(lengths)
+    doc_ids = numpy.searchsorted(ends, rows[:, 0], side="right")
+    order = numpy.lexsort((rows[:, 1], rows[:, 0], doc_ids))
+    local = (rows[order] - (ends - lengths)[doc_ids[order]][:, None]).astype("i")
+    spans = Ragged(local, numpy.bincount(doc_ids, minlength=len(lengths)).astype("i"))
+    return SpanPredictions(spans, labels[order].astype("i"), scores[order], n_candidates, n_scored)
+
+
+def _no_spans(n_docs: int) -> SpanPredictions:
+    spans = Ragged(numpy.zeros((0, 2), dtype="i"), numpy.zeros(n_docs, dtype="i"))
+    return SpanPredictions(spans, numpy.zeros(0, "i"), numpy.zeros(0, "f"), 0, 0)

@@ -105,15 +105,6 @@ def classifier_and_filter_loss(out: Floats2d, targets: Ints1d, n_classes: int) -
     return float(cross_entropy + bce), d_scores
 
 
-def group_counts(lengths, keep: numpy.ndarray) -> numpy.ndarray:
-    """How many kept rows each group of a ragged array has."""
-    lengths = numpy.asarray(lengths)
-    if len(keep) == 0:
-        return numpy.zeros(len(lengths), dtype="i")
-    group = numpy.repeat(numpy.arange(len(lengths)), lengths)
-    return numpy.bincount(group, weights=keep, minlength=len(lengths)).astype("i")
-
-
 def check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size) -> None:
     """Fail early, with the setting's name, instead of deep inside numpy or torch."""
     problems = []

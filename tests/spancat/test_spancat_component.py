@@ -178,15 +178,15 @@ def test_long_document_is_chunked(tiny_bert_dir, reducer):
     train(nlp, make_examples(nlp), steps=2)
     pipe = nlp.get_pipe("sciner_spancat")
     pipe.cfg["threshold"] = 0.0
-    filter_head = pipe.model.get_ref("filter")
+    classifier = pipe.model.get_ref("classifier")
     sizes = []
-    linear_forward = filter_head._func
+    classifier_forward = classifier._func
 
     def spy(model, X, is_train):  # records how many span vectors each chunk holds
         sizes.append(X.shape[0])
-        return linear_forward(model, X, is_train)
+        return classifier_forward(model, X, is_train)
 
-    filter_head._func = spy
+    classifier._func = spy
     words = ("support vector machines and neural nets improve translation quality " * 556).split()[:5000]
     doc = nlp(Doc(nlp.vocab, words=words))
     assert len(doc) == 5000
@@ -285,10 +285,12 @@ def test_use_filter_off_ignores_the_threshold(trained_nlp):
     pipe = nlp.get_pipe("sciner_spancat")
     docs = [nlp.get_pipe("transformer")(nlp.make_doc(text)) for text, _ in TRAIN_DATA]
     pipe.cfg["filter_threshold"] = 1.0  # would prune every span
-    assert pipe.predict(docs).spans.dataXd.shape[0] == 0
+    pruned = pipe.predict(docs)
+    assert pruned.n_scored == 0 and pruned.spans.dataXd.shape[0] == 0 and pruned.n_candidates > 0
     pipe.cfg["use_filter"] = False
     prediction = pipe.predict(docs)
-    assert prediction.spans.dataXd.shape[0] == prediction.n_candidates > 0
+    assert prediction.n_scored == prediction.n_candidates > 0
+    assert prediction.spans.dataXd.shape[0] > 0
 
 
 def test_get_loss_is_summed_cross_entropy(trained_nlp):

@@ -40,10 +40,11 @@ def test_default_rule_is_argmax(tiny_bert_dir):
 def test_argmax_outputs_exactly_the_spans_whose_argmax_is_a_label(trained_nlp):
     pipe = trained_nlp.get_pipe("sciner_spancat")
     docs = [trained_nlp.get_pipe("transformer")(trained_nlp.make_doc(t)) for t, _ in TRAIN_DATA]
-    scores = pipe.predict(docs)
+    # Every candidate's class probabilities (no filter), from the calibration path.
+    probs = pipe.score_candidates(docs, prune=False).probs
     n = len(pipe.labels)
-    expected = scores.probs[:, :n].max(axis=1) > scores.probs[:, n]
-    pipe.set_annotations(docs, scores)
+    expected = probs[:, :n].max(axis=1) > probs[:, n]
+    pipe.set_annotations(docs, pipe.predict(docs))
     assert sum(len(doc.spans["sc"]) for doc in docs) == int(expected.sum()) > 0
     for doc in docs:
         assert all(score > 0 for score in doc.spans["sc"].attrs["scores"])

@@ -51,11 +51,15 @@ def test_calibrate_reaches_target_recall_and_prunes(trained_nlp):
     assert pipe.cfg["filter_threshold"] == report["filter_threshold"]
     # The pruned pipeline still reaches every gold span, with fewer spans through the MLP.
     docs = [nlp.get_pipe("transformer")(nlp.make_doc(text)) for text, _ in TRAIN_DATA]
-    prediction = pipe.predict(docs)
-    kept = {(i, int(s), int(e)) for i, group in enumerate(prediction.spans) for s, e in group.dataXd}
+    candidates = pipe.score_candidates(docs, prune=True)
+    doc_of = numpy.repeat(numpy.arange(len(docs)), candidates.spans.lengths)[candidates.keep]
+    kept = {(int(i), int(s), int(e)) for i, (s, e) in zip(doc_of, candidates.spans.dataXd[candidates.keep])}
     gold = {(i, s, e) for i, (_, spans) in enumerate(TRAIN_DATA) for s, e, _ in spans}
     assert gold <= kept
-    assert len(kept) == round(prediction.n_candidates * (1 - report["filtration_rate"]))
+    # predict compares filter logits with the threshold's logit: it keeps exactly the
+    # candidates calibration counted with probabilities.
+    prediction = pipe.predict(docs)
+    assert prediction.n_scored == len(kept) == round(prediction.n_candidates * (1 - report["filtration_rate"]))
     scores = nlp.evaluate(make_examples(nlp))
     assert scores["spans_sc_f"] == 1.0 and report["dev_f"] == 1.0
     # Calibrated thresholds are saved with the component.

@@ -1,0 +1,121 @@
+"""Inference on the device: batched token vectors, the decision inside ``predict``, and
+its agreement with the calibration path that scores every candidate on the host."""
+import numpy
+import pytest
+import spacy
+from spancat_helpers import TRAIN_DATA
+
+from spacy_sciner.spancat.decode import best_labels, is_entity
+from spacy_sciner.spancat.inference import filter_cut, predict_spans
+from spacy_sciner.spancat.tokvecs import predict_token_vectors
+
+TEXTS = [text for text, _ in TRAIN_DATA] + [
+    "the  support vector machine\n( SVM ) , a method",  # whitespace tokens, brackets
+    "bleu " * 40,  # a longer doc
+]
+
+
+def transformed(nlp, texts=TEXTS):
+    return [nlp.get_pipe("transformer")(nlp.make_doc(text)) for text in texts]
+
+
+def test_batched_token_vectors_equal_the_listener(trained_nlp):
+    tok2vec = trained_nlp.get_pipe("sciner_spancat").model.get_ref("tok2vec")
+    docs = transformed(trained_nlp)
+    expected = numpy.concatenate(tok2vec.predict(docs))
+    trfs2arrays = tok2vec.layers[1]
+    forward, calls = trfs2arrays._func, []
+    trfs2arrays._func = lambda *args, **kwargs: calls.append(1) or forward(*args, **kwargs)
+    try:
+        fast = predict_token_vectors(tok2vec, docs)
+        assert not calls  # the fast path does not go through the per-doc alignment
+        tok2vec.predict(docs)
+        assert calls  # (the spy works)
+    finally:
+        trfs2arrays._func = forward
+    assert fast.shape == (sum(len(d) for d in docs), expected.shape[1])
+    assert numpy.array_equal(fast, expected)
+
+
+def test_token_vectors_fall_back_for_an_empty_doc(trained_nlp):
+    tok2vec = trained_nlp.get_pipe("sciner_spancat").model.get_ref("tok2vec")
+    docs = transformed(trained_nlp, [TEXTS[0], "", TEXTS[1]])
+    vectors = predict_token_vectors(tok2vec, docs)
+    assert numpy.array_equal(vectors, numpy.concatenate([v for v in tok2vec.predict(docs) if len(v)]))
+
+
+def between_scores(values, quantile):
+    """A threshold strictly between two adjacent distinct values (never on one)."""
+    unique = numpy.unique(values)
+    i = int(quantile * (len(unique) - 1))
+    return float((unique[i] + unique[i + 1]) / 2)
+
+
+@pytest.mark.parametrize("floor", [None, 0.3])
+@pytest.mark.parametrize("compact", [True, False])
+def test_predict_decides_like_scoring_every_candidate(trained_nlp, floor, compact):
+    pipe = trained_nlp.get_pipe("sciner_spancat")
+    docs = transformed(trained_nlp)
+    every = pipe.score_candidates(docs, prune=False)
+    filter_threshold = between_scores(every.filter_probs, 0.5)
+    kept = every.filter_probs >= filter_threshold
+    assert 0 < kept.sum() < len(kept)
+    n = len(pipe.labels)
+    chosen = kept & is_entity(every.probs, n, floor)
+    labels, scores = best_labels(every.probs, n)
+    doc_of = numpy.repeat(numpy.arange(len(docs)), every.spans.lengths)
+    expected = sorted(
+        (int(d), int(s), int(e), int(label), float(score))
+        for d, (s, e), label, score in zip(doc_of[chosen], every.spans.dataXd[chosen], labels[chosen], scores[chosen])
+    )
+    out = predict_spans(
+        pipe.model, docs, n_labels=n, max_span_length=8, chunk_size=50, threshold=floor,
+        filter_threshold=filter_threshold, compact=compact,
+    )
+    doc_of = numpy.repeat(numpy.arange(len(docs)), out.spans.lengths)
+    got = [(int(d), int(s), int(e), int(label), float(score))
+           for d, (s, e), label, score in zip(doc_of, out.spans.dataXd, out.labels, out.scores)]
+    assert got == expected and len(got) > 0  # also ordered by doc, start, end
+    assert out.n_candidates == len(kept) and out.n_scored == int(kept.sum())
+
+
+def test_floor_is_compared_in_float64():
+    # A floor just above a float32 score rounds onto it in float32 arithmetic.
+    score = numpy.float32(0.3)
+    floor = float(score) + 1e-12
+    probs = numpy.asarray([[score, 0.1, 0.6]], dtype="f")
+    assert not is_entity(probs, 2, floor)[0]
+    assert is_entity(probs, 2, float(score))[0]
+
+
+def test_filter_cut_is_the_logit_of_the_threshold():
+    assert filter_cut(None) is None
+    assert filter_cut(0.0) == -numpy.inf and filter_cut(1.0) == numpy.inf
+    assert filter_cut(0.5) == 0.0
+    logits = numpy.linspace(-30, 30, 10001)
+    probs = 1 / (1 + numpy.exp(-logits))
+    for t in (1e-9, 0.0123, 0.5, 0.97):
+        assert numpy.array_equal(logits >= filter_cut(t), probs >= t)
+
+
+def test_predict_on_an_empty_batch_and_doc(trained_nlp):
+    pipe = trained_nlp.get_pipe("sciner_spancat")
+    out = pipe.predict(transformed(trained_nlp, ["", ""]))
+    assert out.spans.lengths.tolist() == [0, 0] and out.n_candidates == 0
+    docs = list(trained_nlp.pipe(["", TEXTS[0]]))
+    assert len(docs[0].spans["sc"]) == 0 and len(docs[1].spans["sc"]) > 0
+
+
+def test_set_annotations_labels_and_scores(trained_nlp):
+    docs = list(trained_nlp.pipe([text for text, _ in TRAIN_DATA]))
+    for doc, (_, gold) in zip(docs, TRAIN_DATA):
+        assert sorted((s.start, s.end, s.label_) for s in doc.spans["sc"]) == sorted(gold)
+        assert len(doc.spans["sc"].attrs["scores"]) == len(doc.spans["sc"])
+        assert all(s.label_ in {"Method", "Other", "Material", "Metric", "Task"} for s in doc.ents)
+
+
+def test_label_strings_round_trip(trained_nlp):
+    # Spans carry label ids from the shared StringStore: a fresh pipeline resolves them.
+    nlp = spacy.blank("en").from_config(trained_nlp.config).from_bytes(trained_nlp.to_bytes())
+    doc = nlp(TRAIN_DATA[2][0])
+    assert {s.label_ for s in doc.spans["sc"]} == {"Metric", "Task"}
