@@ -230,27 +230,24 @@ def compute_losses(
     RETURNS (Tuple[torch.Tensor, Dict[str, torch.Tensor]]): The total loss (sum of the
         per-objective means) and each objective's mean loss.
     """
-    hidden = model.base_model(
-        input_ids=batch.input_ids.to(device), attention_mask=batch.attention_mask.to(device)
-    ).last_hidden_state
+    # Every index the loss needs is on the host already (``MaskedBatch.selection``), and the
+    # copies from pinned memory are asynchronous: nothing here waits for the device, so the
+    # host can queue the next micro-batch while this one runs.
+    batch = batch.to(device)
+    hidden = model.base_model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
     flat = hidden.reshape(-1, hidden.shape[-1])
     head = mlm_head(model)
     losses: Dict[str, torch.Tensor] = {}
     if len(batch.positions):
-        logits = head(flat[batch.positions.to(device)])
-        token_losses = nn.functional.cross_entropy(
-            logits.float(), batch.labels.to(device), reduction="none"
-        )
-        kinds = batch.objective.to(device)
-        for code, name in enumerate(TOKEN_OBJECTIVES):
-            chosen = kinds == code
-            if bool(chosen.any()):
-                losses[name] = token_losses[chosen].mean()
+        logits = head(flat[batch.positions])
+        token_losses = nn.functional.cross_entropy(logits.float(), batch.labels, reduction="none")
+        # Gathering by index gives the same rows, in the same order, as the boolean mask the
+        # selection was made from, so each mean is bitwise what ``token_losses[mask]`` gave.
+        for name, index in batch.selection.items():
+            losses[name] = token_losses[index].mean()
     if sbo_head is not None and batch.sbo_left is not None and len(batch.sbo_left):
-        states = sbo_head(
-            flat[batch.sbo_left.to(device)], flat[batch.sbo_right.to(device)], batch.sbo_offset.to(device)
-        )
-        losses["sbo"] = nn.functional.cross_entropy(head(states).float(), batch.sbo_labels.to(device))
+        states = sbo_head(flat[batch.sbo_left], flat[batch.sbo_right], batch.sbo_offset)
+        losses["sbo"] = nn.functional.cross_entropy(head(states).float(), batch.sbo_labels)
     if not losses:
         # A batch without any target (no candidate fitted): a zero that still has a graph.
         return flat.sum() * 0.0, losses

@@ -26,7 +26,7 @@ show a candidate to ECB and hide it from MLM_CAND at once): a candidate masked f
 MLM_CAND never overlaps a candidate kept visible for ECB. All chosen positions get BERT's
 80/10/10 corruption ([MASK] / random token / unchanged). Special tokens are never masked.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -255,6 +255,10 @@ class MaskedBatch:
     positions (torch.Tensor): Flat indices into ``B * T`` of the pieces to predict.
     labels (torch.Tensor): Original ids at ``positions``.
     objective (torch.Tensor): Index into ``TOKEN_OBJECTIVES`` per position.
+    selection (Dict[str, torch.Tensor]): Per token objective present in the batch (in the
+        order of ``TOKEN_OBJECTIVES``), the indices into ``positions`` of its pieces. Known
+        on the host, so the loss needs no device->host sync to find out which objectives
+        are present (a boolean mask's size is only known after one).
     sbo_left, sbo_right, sbo_offset, sbo_labels (Optional[torch.Tensor]): For ``sbo``, per
         masked span piece: flat index of the left and right boundary piece, the offset in
         the span and the original id.
@@ -266,11 +270,28 @@ class MaskedBatch:
     positions: torch.Tensor
     labels: torch.Tensor
     objective: torch.Tensor
+    selection: Dict[str, torch.Tensor] = field(default_factory=dict)
     sbo_left: Optional[torch.Tensor] = None
     sbo_right: Optional[torch.Tensor] = None
     sbo_offset: Optional[torch.Tensor] = None
     sbo_labels: Optional[torch.Tensor] = None
     n_tokens: int = 0
+
+    def _map(self, fn) -> "MaskedBatch":
+        """A copy with ``fn`` applied to every tensor."""
+        tensors = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("selection", "n_tokens")}
+        out = {name: fn(t) if t is not None else None for name, t in tensors.items()}
+        return MaskedBatch(**out, selection={k: fn(v) for k, v in self.selection.items()}, n_tokens=self.n_tokens)
+
+    def pin_memory(self) -> "MaskedBatch":
+        """Page-locked copies (the DataLoader's pin-memory thread calls this)."""
+        return self._map(lambda t: t.pin_memory())
+
+    def to(self, device: torch.device) -> "MaskedBatch":
+        """The batch on ``device``; from pinned memory the copies do not block the host."""
+        if device.type == "cpu":
+            return self
+        return self._map(lambda t: t.to(device, non_blocking=True))
 
 
 def mask_batch(
@@ -289,13 +310,19 @@ def mask_batch(
     mask_ratio (float): Prediction budget per sequence.
     RETURNS (MaskedBatch): Tensors on the CPU.
     """
-    width = max(len(ex.input_ids) for ex in examples)
+    lengths = np.fromiter((len(ex.input_ids) for ex in examples), dtype=np.int64, count=len(examples))
+    width = int(lengths.max())
+    # Padding in one assignment: the pieces of all sequences fill the True cells row by row.
+    attention = (np.arange(width) < lengths[:, None]).astype(np.int64)
     ids = np.full((len(examples), width), vocab.pad_id, dtype=np.int64)
-    attention = np.zeros((len(examples), width), dtype=np.int64)
+    ids[attention.astype(bool)] = np.fromiter((i for ex in examples for i in ex.input_ids), np.int64, int(lengths.sum()))
+    # Plain lists: for the ~10 positions of a sequence, list operations beat numpy calls.
     flat: List[int] = []
     kinds: List[int] = []
-    left, right, offset, sbo_labels = [], [], [], []
+    sbo: List[Tuple[int, int, int, int]] = []
     code = {name: i for i, name in enumerate(TOKEN_OBJECTIVES)}
+    # The generator is drawn from sequence by sequence in this order; the draws (and so what
+    # is masked) must not depend on how the rest is vectorised.
     for b, ex in enumerate(examples):
         per_objective: Dict[str, List[int]] = {}
         if "mlm_random" in objectives:
@@ -304,40 +331,39 @@ def mask_batch(
             spans = span_positions(ex.word_ids, rng, mask_ratio)
             per_objective["mlm_span"] = [i for s, e in spans for i in range(s, e)]
             if "sbo" in objectives:
-                for s, e in spans:
-                    for i in range(s, e):
-                        left.append(b * width + s - 1)
-                        right.append(b * width + e)
-                        offset.append(i - s)
-                        sbo_labels.append(ex.input_ids[i])
+                base = b * width
+                sbo.extend((base + s - 1, base + e, i - s, ex.input_ids[i]) for s, e in spans for i in range(s, e))
         if objectives & {"mlm_cand", "ecb"}:
             cand, ecb = candidate_positions(
                 ex, rng, mask_ratio, "mlm_cand" in objectives, "ecb" in objectives
             )
             per_objective["mlm_cand"], per_objective["ecb"] = cand, ecb
-        ids[b, : len(ex.input_ids)] = ex.input_ids
-        attention[b, : len(ex.input_ids)] = 1
         for name in TOKEN_OBJECTIVES:
             positions = per_objective.get(name)
             if positions:
                 flat.extend([b * width + i for i in positions])
                 kinds.extend([code[name]] * len(positions))
+    flat_arr = np.array(flat, dtype=np.int64)
+    kinds_arr = np.array(kinds, dtype=np.int64)
     original = ids.reshape(-1)
-    labels = torch.from_numpy(original[np.asarray(flat, dtype=np.int64)])
+    labels = torch.from_numpy(original[flat_arr])
     # One corruption call per batch: per sequence, its fixed cost was half the masking time.
-    ids = bert_corrupt(original, flat, rng, vocab.mask_id, vocab.size, vocab.special_ids)
+    ids = bert_corrupt(original, flat_arr, rng, vocab.mask_id, vocab.size, vocab.special_ids)
     ids = ids.reshape(len(examples), width)
-    as_long = lambda xs: torch.tensor(xs, dtype=torch.long)  # noqa: E731
+    selection = {name: torch.from_numpy(np.flatnonzero(kinds_arr == c)) for name, c in code.items()
+                 if (kinds_arr == c).any()}
+    sbo_cols = [torch.tensor(col, dtype=torch.long) for col in zip(*sbo)] if sbo else [torch.zeros(0, dtype=torch.long)] * 4
     has_sbo = "sbo" in objectives
     return MaskedBatch(
         input_ids=torch.from_numpy(ids),
         attention_mask=torch.from_numpy(attention),
-        positions=as_long(flat),
+        positions=torch.from_numpy(flat_arr),
         labels=labels,
-        objective=as_long(kinds),
-        sbo_left=as_long(left) if has_sbo else None,
-        sbo_right=as_long(right) if has_sbo else None,
-        sbo_offset=as_long(offset) if has_sbo else None,
-        sbo_labels=as_long(sbo_labels) if has_sbo else None,
-        n_tokens=int(attention.sum()),
+        objective=torch.from_numpy(kinds_arr),
+        selection=selection,
+        sbo_left=sbo_cols[0] if has_sbo else None,
+        sbo_right=sbo_cols[1] if has_sbo else None,
+        sbo_offset=sbo_cols[2] if has_sbo else None,
+        sbo_labels=sbo_cols[3] if has_sbo else None,
+        n_tokens=int(lengths.sum()),
     )
