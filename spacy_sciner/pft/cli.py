@@ -26,6 +26,7 @@ def pft_cli(
     seed: int = typer.Option(0, "--seed", help="Seed of data order, masking and dropout"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="CUDA device (mixed precision); -1 = CPU"),
     threads: int = typer.Option(0, "--threads", help="torch CPU threads (0 = torch default)"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Masking worker processes (default: 2 with --gpu-id, 0 on CPU); results do not depend on it"),
     limit: Optional[int] = typer.Option(None, "--limit", help="Read only the first N sentences (smoke runs)"),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint in OUTPUT_DIR"),
 ) -> None:
@@ -40,7 +41,7 @@ def pft_cli(
         max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum, lr=lr,
         warmup_ratio=warmup_ratio, mask_ratio=mask_ratio, max_length=max_length,
         eval_every=eval_every, save_every=save_every, log_every=log_every, seed=seed, gpu_id=gpu_id,
-        threads=threads, limit=limit, resume=resume,
+        threads=threads, workers=workers, limit=limit, resume=resume,
     )
     try:
         log = train_pft(cfg)
@@ -60,8 +61,12 @@ def pft_cli(
     rates = format_per_1k(log.get("masked_per_1k_tokens", {}))
     typer.echo(f"masked pieces per 1,000 tokens: {rates} (budget {mask_ratio:.0%} of the content pieces)")
     last_eval = log["eval"][-1] if log["eval"] else None
+    steady = log.get("tokens_per_s_steady")
+    steady_text = (f"{steady:.0f} tokens/s after step {log['steady_from_step']} (steady state)"
+                   if steady is not None else "steady state not reached (too few steps)")
     typer.echo(
-        f"steps {log['steps']}, {log.get('tokens_per_s', 0):.0f} tokens/s"
+        f"steps {log['steps']}, {log.get('tokens_per_s', 0):.0f} tokens/s whole run, {steady_text}, "
+        f"{log.get('workers', 0)} masking workers"
         + (f", held-out loss {log['eval'][0]['loss']:.3f} -> {last_eval['loss']:.3f}" if last_eval else "")
     )
     typer.echo(f"checkpoint: {output_dir} (log: {output_dir / 'pft_log.json'})")

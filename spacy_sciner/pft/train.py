@@ -4,8 +4,16 @@ Determinism and resume: the data order of epoch ``e`` is a permutation seeded by
 ``(seed, e)``; the masking and dropout randomness of micro-batch ``m`` are seeded by
 ``(seed, m)``. The whole random state is therefore a function of the step counter, and a run
 resumed from a checkpoint (model, optimizer, scheduler, grad scaler, step) continues
-exactly as an uninterrupted run would. The output layout and checkpointing are in
-checkpoint.py.
+exactly as an uninterrupted run would. Masking runs in DataLoader workers (loader.py); as a
+micro-batch is a function of its number, the worker count changes nothing but speed. The
+output layout and checkpointing are in checkpoint.py.
+
+Speed on a GPU: nothing in a step waits for the device (the loss parts are kept as device
+tensors and read once per ``log_every`` steps), so the host queues work ahead. The log's
+``tokens_per_s`` covers the whole run; ``tokens_per_s_steady`` leaves out the warm-up (the
+first ``steady_from_step`` steps of the run and of each resumed segment: CUDA context,
+kernel selection, allocator growth, worker start-up), which a short run otherwise
+mixes into its speed.
 
 Every input is checked before the long work (reading the corpus, loading the model) and the
 output folder is created only then, so a bad setting stops the run at once with one line
@@ -47,6 +55,7 @@ from .checkpoint import installed as _installed  # noqa: E402
 from .data import PFTDataError, load_corpus, split_heldout  # noqa: E402
 from .device import amp_dtype, autocast, make_scaler, resolve_device  # noqa: E402
 from .heads import SpanBoundaryHead, compute_losses, load_masked_lm, load_tokenizer, max_positions  # noqa: E402
+from .loader import MicroBatches, PackedExamples, default_workers, micro_batches  # noqa: E402
 from .masking import MaskVocab, mask_batch, parse_objective  # noqa: E402
 from .stats import add_counts, count_targets, per_1k_tokens  # noqa: E402
 
@@ -79,18 +88,51 @@ class PFTConfig:
     seed: int = 0
     gpu_id: int = -1
     threads: int = 0
+    workers: Optional[int] = None  # None: default_workers(device); never changes results
     limit: Optional[int] = None
     resume: bool = False
     progress: bool = True
     extra: Dict = field(default_factory=dict)
 
 
-def _batch_indices(n_examples: int, batch_size: int, seed: int, micro: int) -> np.ndarray:
-    """Examples of micro-batch ``micro``: a stateless function of the seed and the index."""
-    per_epoch = math.ceil(n_examples / batch_size)
-    epoch, offset = divmod(micro, per_epoch)
-    order = np.random.default_rng([seed, epoch]).permutation(n_examples)
-    return order[offset * batch_size : (offset + 1) * batch_size]
+# Share of the steps (at least one) that is warm-up for ``tokens_per_s_steady``.
+STEADY_WARMUP = 0.1
+
+
+def steady_warmup_steps(max_steps: int) -> int:
+    """Steps left out of the steady-state speed, at the start of a run and of each resume."""
+    return max(1, math.ceil(STEADY_WARMUP * max_steps))
+
+
+def _sync(device: torch.device) -> None:
+    """Wait for the device, so that a clock read next covers the work queued so far."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _window_means(window, grad_accum: int) -> Dict[str, float]:
+    """Mean per-step loss parts of a log window, from the detached device tensors.
+
+    window: Per step, ``{name: [part of each micro-batch]}``.
+    One stacked copy to the host for the whole window (one sync) instead of an ``.item()``
+    per part and micro-batch; the sums are then formed exactly as the per-item code formed
+    them (float32 values added in Python floats, in micro-batch order), so the logged
+    numbers are unchanged.
+    """
+    parts = [v for step in window for values in step.values() for v in values]
+    values = iter(torch.stack(parts).tolist() if parts else [])
+    per_step = []
+    for step in window:
+        sums = {}
+        for name, items in step.items():
+            total = 0.0
+            for _ in items:
+                total = total + next(values) / grad_accum
+            sums[name] = total
+        per_step.append(sums)
+    # A step may lack an objective (e.g. no candidate fitted): average where present.
+    names = sorted({n for w in per_step for n in w})
+    return {n: float(np.mean([w[n] for w in per_step if n in w])) for n in names}
 
 
 def _step_seed(seed: int, micro: int) -> int:
@@ -149,6 +191,8 @@ def _check_settings(cfg: PFTConfig) -> None:
         raise ValueError(f"eval_fraction {cfg.eval_fraction} must be in [0, 1) and eval_max {cfg.eval_max} >= 0")
     if cfg.limit is not None and cfg.limit < 1:
         raise ValueError(f"--limit {cfg.limit} must be at least 1")
+    if cfg.workers is not None and cfg.workers < 0:
+        raise ValueError(f"--workers {cfg.workers} must be at least 0")
     corpus = Path(cfg.corpus)
     if not corpus.is_file():
         raise PFTDataError(f"PFT corpus {'is not a file' if corpus.exists() else 'not found'}: {corpus}")
@@ -260,7 +304,8 @@ def train_pft(cfg: PFTConfig) -> Dict:
         if sbo_head is not None:
             sbo_head.load_state_dict(state["sbo_head"])
         step = state["step"]
-        keys = ("train", "eval", "resumed_at", "wall_s", "tokens", "batches_without_targets", "masked_pieces")
+        keys = ("train", "eval", "resumed_at", "wall_s", "tokens", "batches_without_targets", "masked_pieces",
+                "steady_wall_s", "steady_tokens", "steady_steps")
         log.update({k: state["log"][k] for k in keys if k in state["log"]})
         log["resumed_at"].append(step)
 
@@ -274,31 +319,38 @@ def train_pft(cfg: PFTConfig) -> Dict:
         write_json_atomic(output / LOG_FILE, log)
 
     # ---- the loop: one iteration = one optimizer step over grad_accum micro-batches
+    workers = cfg.workers if cfg.workers is not None else default_workers(device)
+    # Workers get the examples pickled once: packed, that is a memory copy (loader.py).
+    dataset = MicroBatches(PackedExamples(train) if workers else train, objectives, vocab, cfg.batch_size,
+                           cfg.seed, cfg.mask_ratio, start=step * cfg.grad_accum, stop=cfg.max_steps * cfg.grad_accum)
+    batches = micro_batches(dataset, workers, pin_memory=device.type == "cuda")
+    log.update({"workers": workers, "steady_from_step": steady_warmup_steps(cfg.max_steps)})
+    steady_after = step + log["steady_from_step"]  # this segment's warm-up ends here
     wall, tokens = log.get("wall_s", 0.0), log.get("tokens", 0)
+    steady_wall, steady_tokens, steady_steps = (log.get(k, 0) for k in ("steady_wall_s", "steady_tokens", "steady_steps"))
     window_tokens, window_start, window_losses = 0, time.perf_counter(), []
     if heldout and step == 0:
         log["eval"].append({"step": 0, **evaluate(model, sbo_head, heldout, objectives, vocab, cfg, device)})
     bar = tqdm(total=cfg.max_steps, initial=step, disable=not cfg.progress, desc=f"pft {cfg.objective}")
     while step < cfg.max_steps:
         t0 = time.perf_counter()
-        parts_sum: Dict[str, float] = {}
+        step_parts: Dict[str, list] = {}
+        step_tokens = 0
         for k in range(cfg.grad_accum):
             micro = step * cfg.grad_accum + k
-            idx = _batch_indices(len(train), cfg.batch_size, cfg.seed, micro)
-            batch = mask_batch([train[i] for i in idx], objectives, np.random.default_rng([cfg.seed, 1, micro]),
-                               vocab, cfg.mask_ratio)
+            batch = next(batches)  # micro-batch number `micro`, masked by a worker
             torch.manual_seed(_step_seed(cfg.seed, micro))  # dropout, as a function of the step
             with autocast(device, dtype):
                 loss, parts = compute_losses(model, sbo_head, batch, device)
             # Average over micro-batches so the step size does not depend on grad_accum.
             scaler.scale(loss / cfg.grad_accum).backward()
+            # Kept on the device: an .item() here would make the host wait for every micro-batch.
             for name, value in parts.items():
-                parts_sum[name] = parts_sum.get(name, 0.0) + value.item() / cfg.grad_accum
+                step_parts.setdefault(name, []).append(value.detach())
             # No sequence had a usable candidate (or ECB boundary): counted, not hidden.
             log["batches_without_targets"] += 0 if parts else 1
             add_counts(log["masked_pieces"], count_targets(batch))
-            window_tokens += batch.n_tokens
-            tokens += batch.n_tokens
+            step_tokens += batch.n_tokens
         scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         scaler.step(optimizer)
@@ -306,15 +358,19 @@ def train_pft(cfg: PFTConfig) -> Dict:
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
-        wall += time.perf_counter() - t0
-        window_losses.append(parts_sum)
+        window_losses.append(step_parts)
+        log_now = step % cfg.log_every == 0 or step == cfg.max_steps
+        mean = _window_means(window_losses, cfg.grad_accum) if log_now else None  # waits for the device
+        if not log_now and (step == steady_after or step % cfg.eval_every == 0 or step % cfg.save_every == 0):
+            _sync(device)  # the clocks stop only once the queued work is done
+        elapsed = time.perf_counter() - t0
+        wall, tokens, window_tokens = wall + elapsed, tokens + step_tokens, window_tokens + step_tokens
+        if step > steady_after:
+            steady_wall, steady_tokens, steady_steps = steady_wall + elapsed, steady_tokens + step_tokens, steady_steps + 1
         bar.update(1)
 
-        if step % cfg.log_every == 0 or step == cfg.max_steps:
+        if log_now:
             elapsed = time.perf_counter() - window_start
-            # A step may lack an objective (e.g. no candidate fitted): average where present.
-            names = sorted({n for w in window_losses for n in w})
-            mean = {n: float(np.mean([w[n] for w in window_losses if n in w])) for n in names}
             entry = {"step": step, "loss": float(sum(mean.values())), "losses": mean,
                      "lr": scheduler.get_last_lr()[0], "tokens_per_s": window_tokens / max(elapsed, 1e-9)}
             log["train"].append(entry)
@@ -323,11 +379,14 @@ def train_pft(cfg: PFTConfig) -> Dict:
         if heldout and (step % cfg.eval_every == 0 or step == cfg.max_steps):
             log["eval"].append({"step": step, **evaluate(model, sbo_head, heldout, objectives, vocab, cfg, device)})
         log.update({"steps": step, "wall_s": wall, "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
+                    "steady_wall_s": steady_wall, "steady_tokens": steady_tokens, "steady_steps": steady_steps,
+                    "tokens_per_s_steady": steady_tokens / steady_wall if steady_steps else None,
                     "masked_per_1k_tokens": per_1k_tokens(log["masked_pieces"], tokens)})
         if step % cfg.save_every == 0 or step == cfg.max_steps:
             log["finished"] = step == cfg.max_steps
             checkpoint()
     bar.close()
+    del batches  # stops the loader's workers before the final write
     _install_final(output, model, tokenizer)
     # Written last: a run killed while installing is finished again by --resume.
     log.update({"finished": True, "installed": True})

@@ -14,13 +14,16 @@ def test_pft_command_trains_and_reports(tmp_path, tiny_bert_dir, corpus_jsonl):
     result = runner.invoke(sciner_cli, [
         "pft", str(corpus_jsonl), str(out), "--encoder", str(tiny_bert_dir), "--objective", "mlm_cand+ecb",
         "--max-steps", "3", "--batch-size", "4", "--save-every", "2", "--threads", "1", "--seed", "1",
+        "--workers", "0",
     ])
     assert result.exit_code == 0, result.output
+    assert "tokens/s whole run, " in result.output and "tokens/s after step 1 (steady state), 0 masking workers" in result.output
     assert "MLM head: ADDED" in result.output
     assert "candidates kept 96/96" in result.output
     assert "masked pieces per 1,000 tokens: mlm_cand " in result.output and ", ecb " in result.output
     log = json.loads((out / "pft_log.json").read_text())
     assert log["objective"] == "mlm_cand+ecb" and log["steps"] == 3 and log["config"]["seed"] == 1
+    assert log["config"]["workers"] == 0 and log["steady_from_step"] == 1 and log["tokens_per_s_steady"] > 0
     assert (out / "config.json").exists() and (out / "vocab.txt").exists()
 
 
