@@ -1,0 +1,272 @@
+"""One-command GPU check: train, calibrate, evaluate, inference and PFT speed, memory.
+
+On a GPU machine (after ``scripts/gpu/setup_device.sh``; see the README)::
+
+    python benchmarks/gpu_check.py --gpu-id 0 --encoder /tmp/encoders/minilm \\
+        --big-encoder /tmp/encoders/bert-base --data .gpu/data/scierc --out $OUT
+
+On the CPU, with small sizes (what CI runs through tests/benchmarks/test_gpu_check.py)::
+
+    python benchmarks/gpu_check.py --smoke --encoder TINY_BERT_DIR --data ../shared/data/scierc --out /tmp/gc
+
+Steps, each timed, each failure recorded without stopping the others:
+
+1. ``spacy train configs/sciner_spancat.cfg`` for ``--updates`` updates on SciERC;
+2. ``sciner calibrate`` on dev; ``spacy evaluate`` on test;
+3. ``nlp.pipe`` words/s of the calibrated pipeline against the bare transformer (the
+   same pipeline with only ``transformer`` enabled) at two batch sizes, interleaved
+   rounds, medians; a stage breakdown at the larger batch size; with ``--old-code`` the
+   same measurement with an older checkout of ``spacy_sciner`` first on ``PYTHONPATH``;
+4. ``sciner pft`` tokens/s (whole run and steady state) for ``mlm_random`` and
+   ``mlm_cand+ecb`` (SciERC's gold entities as the candidates);
+5. seconds per ``nlp.update`` with ``mixed_precision`` false vs true, for each encoder,
+   and a torch profile of both (GPU only: autocast is CUDA-only in thinc);
+6. peak GPU memory of the in-process steps.
+
+Writes ``gpu_check.json`` and ``gpu_check.md`` to ``--out``. Random-weight encoders give
+meaningless accuracy but real speed; say which card and which encoder gave each number.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gpu_check_parts import (  # noqa: E402
+    markdown_report, pft_corpus, stage_breakdown, sync, train_speed, write_corpus,
+)
+
+
+def run(cmd, log: Path, env=None) -> float:
+    """Run a command (output to ``log``); return its wall seconds; raise with the log's tail."""
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} ... exited {proc.returncode}: {log.read_text()[-1500:]}")
+    return time.perf_counter() - start
+
+
+def step_train(args, corpus: Path, work: Path) -> dict:
+    out = work / "train"
+    jsonl = work / "train.jsonl"
+    cmd = [
+        sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "sciner_spancat.cfg"), "--output", str(out),
+        "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
+        "--components.transformer.model.name", args.encoder, "--training.max_steps", str(args.updates),
+        "--training.max_epochs", "0", "--training.eval_frequency", str(max(1, args.updates // 2)),
+        "--training.optimizer.learn_rate.total_steps", str(args.updates),
+        "--training.optimizer.learn_rate.warmup_steps", str(max(1, args.updates // 10)),
+        "--training.logger.path", str(jsonl), "--training.logger.progress_bar", "false", "--gpu-id", str(args.gpu_id),
+    ]
+    seconds = run(cmd, work / "train.log")
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    first, last = rows[0], rows[-1]
+    # Between the two evaluations: updates/s with one dev evaluation included.
+    rate = (last["step"] - first["step"]) / max(last["seconds"] - first["seconds"], 1e-9)
+    return {"seconds": seconds, "updates": last["step"], "updates_per_s": rate, "dev_score": last["score"]}
+
+
+def step_calibrate_evaluate(args, corpus: Path, work: Path) -> dict:
+    model = work / "calibrated"
+    cal = [sys.executable, "-m", "spacy_sciner", "calibrate", str(work / "train" / "model-last"),
+           str(corpus / "dev.spacy"), str(model), "--gpu-id", str(args.gpu_id)]
+    result = {"calibrate_seconds": run(cal, work / "calibrate.log")}
+    ev = [sys.executable, "-m", "spacy", "evaluate", str(model), str(corpus / "test.spacy"),
+          "--output", str(work / "metrics.json"), "--gpu-id", str(args.gpu_id)]
+    result["evaluate_seconds"] = run(ev, work / "evaluate.log")
+    metrics = json.loads((work / "metrics.json").read_text())
+    result.update({k: metrics.get(k) for k in ("spans_sc_f", "ents_f", "speed")})
+    return result
+
+
+def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int) -> dict:
+    """words/s of nlp.pipe, bare transformer vs the whole pipeline, interleaved rounds."""
+    import spacy
+
+    import spacy_sciner
+
+    nlp = spacy.load(model)
+    words = sum(len(doc) for doc in nlp.tokenizer.pipe(texts))
+    variants = {"transformer": ["transformer"], "pipeline": list(nlp.pipe_names)}
+    code = Path(spacy_sciner.__file__).resolve().parent.parent
+    result = {"words": words, "sentences": len(texts), "code": "this checkout" if code == ROOT else code.name}
+    for batch_size in batch_sizes:
+        for enable in variants.values():  # warm-up: kernels, allocator pools
+            with nlp.select_pipes(enable=enable):
+                list(nlp.pipe(texts[: batch_size * 2], batch_size=batch_size))
+        times = {name: [] for name in variants}
+        for r in range(rounds):
+            for name in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
+                with nlp.select_pipes(enable=variants[name]):
+                    sync(gpu_id)
+                    start = time.perf_counter()
+                    for _ in nlp.pipe(texts, batch_size=batch_size):
+                        pass
+                    sync(gpu_id)
+                    times[name].append(time.perf_counter() - start)
+        bare, full = (words / statistics.median(times[n]) for n in variants)
+        result[f"batch_{batch_size}"] = {"transformer_wps": bare, "pipeline_wps": full, "ratio": full / bare}
+    return result
+
+
+def step_speed(args, texts, model: Path, work: Path) -> dict:
+    result = {"current": pipe_speed(str(model), texts, args.batch_sizes, args.rounds, args.gpu_id)}
+    result["stages"] = stage_breakdown(str(model), texts, max(args.batch_sizes), args.gpu_id)
+    if args.old_code:
+        paths = [str(args.old_code.resolve()), os.environ.get("PYTHONPATH", "")]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
+        out = work / "old_speed.json"
+        cmd = [sys.executable, __file__, "--speed-only", str(model), "--gpu-id", str(args.gpu_id), "--out", str(out),
+               "--rounds", str(args.rounds), "--batch-sizes", *map(str, args.batch_sizes), "--data", str(args.data),
+               "--sentences", str(args.sentences)]
+        run(cmd, work / "old_speed.log", env=env)
+        result["old_code"] = json.loads(out.read_text())
+    return result
+
+
+def step_pft(args, sentences, work: Path) -> dict:
+    corpus = work / "pft.jsonl"
+    pft_corpus(sentences, corpus)
+    result = {}
+    for objective in ("mlm_random", "mlm_cand+ecb"):
+        out = work / f"pft_{objective.replace('+', '_')}"
+        cmd = [sys.executable, "-m", "spacy_sciner", "pft", str(corpus), str(out), "--encoder", args.encoder,
+               "--objective", objective, "--max-steps", str(args.pft_steps), "--batch-size", str(args.pft_batch),
+               "--eval-every", str(10 ** 6), "--save-every", str(10 ** 6), "--gpu-id", str(args.gpu_id), "--seed", "0"]
+        seconds = run(cmd, work / f"pft_{objective.replace('+', '_')}.log")
+        log = json.loads((out / "pft_log.json").read_text())
+        result[objective] = {"seconds": seconds, "tokens_per_s": log.get("tokens_per_s"),
+                             "tokens_per_s_steady": log.get("tokens_per_s_steady"),
+                             "steady_from_step": log.get("steady_from_step"), "steps": log.get("steps")}
+    steady = [result[o]["tokens_per_s_steady"] for o in ("mlm_random", "mlm_cand+ecb")]
+    if all(steady):
+        result["cand_ecb_overhead"] = steady[0] / steady[1] - 1.0
+    return result
+
+
+def step_mixed_precision(args, train_docs_path: Path) -> dict:
+    encoders = {"minilm": args.encoder, **({"bert-base": args.big_encoder} if args.big_encoder else {})}
+    result = {}
+    for size, encoder in encoders.items():
+        for mixed in (False, True):
+            result[f"{size}_{'mixed' if mixed else 'fp32'}"] = train_speed(
+                ROOT / "configs" / "sciner_spancat.cfg", encoder, train_docs_path, args.gpu_id, mixed,
+                updates=args.mp_updates, profile=args.profile,
+            )
+        result[f"{size}_mixed_vs_fp32"] = result[f"{size}_mixed"]["s_per_update"] / result[f"{size}_fp32"]["s_per_update"]
+    return result
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--gpu-id", type=int, default=-1)
+    p.add_argument("--encoder", default="sciner-minilm", help="Encoder for training, PFT and speed (name or folder)")
+    p.add_argument("--big-encoder", default=None, help="A second, larger encoder for the mixed-precision timing")
+    p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "scierc")
+    p.add_argument("--out", type=Path, required=True, help="Results folder (or JSON file with --speed-only)")
+    p.add_argument("--work", type=Path, default=None, help="Scratch folder (models, corpora, logs); default OUT/work")
+    p.add_argument("--updates", type=int, default=200)
+    p.add_argument("--sentences", type=int, default=2000, help="Sentences for the inference speed")
+    p.add_argument("--batch-sizes", type=int, nargs=2, default=[64, 256])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--pft-steps", type=int, default=300)
+    p.add_argument("--pft-batch", type=int, default=16)
+    p.add_argument("--mp-updates", type=int, default=40)
+    p.add_argument("--profile", action="store_true", help="torch profile of the mixed-precision updates (GPU)")
+    p.add_argument("--old-code", type=Path, default=None, help="A folder holding an older spacy_sciner package")
+    p.add_argument("--skip", nargs="*", default=[], help="Steps to skip: train pft speed mixed_precision")
+    p.add_argument("--speed-only", default=None, help="Only measure nlp.pipe speed of this pipeline")
+    p.add_argument("--smoke", action="store_true", help="Small sizes, for the CPU and CI")
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.updates, args.sentences, args.batch_sizes, args.rounds = 6, 60, [8, 32], 1
+        args.pft_steps, args.pft_batch, args.mp_updates = 12, 4, 4
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    from spacy_sciner.corpora.scierc import read_scierc
+
+    if args.gpu_id >= 0:
+        import spacy
+        from thinc.api import set_gpu_allocator
+
+        set_gpu_allocator("pytorch")  # cupy allocates through torch: one pool, one peak
+        spacy.require_gpu(args.gpu_id)
+    if args.speed_only:
+        texts = write_corpus(read_scierc, args.data, None, args.sentences)[1]
+        result = pipe_speed(args.speed_only, texts, args.batch_sizes, args.rounds, args.gpu_id)
+        args.out.write_text(json.dumps(result, indent=2))
+        return result
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = args.work or args.out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    corpus, texts, sentences = write_corpus(read_scierc, args.data, work / "corpus", args.sentences, smoke=args.smoke)
+    report = {"machine": machine(args.gpu_id), "args": {k: str(v) for k, v in vars(args).items()}, "errors": {}}
+    steps = [
+        ("train", lambda: step_train(args, corpus, work)),
+        ("calibrate_evaluate", lambda: step_calibrate_evaluate(args, corpus, work)),
+        ("speed", lambda: step_speed(args, texts, work / "calibrated", work)),
+        ("pft", lambda: step_pft(args, sentences, work)),
+        ("mixed_precision", lambda: step_mixed_precision(args, corpus / "train.spacy")),
+    ]
+    for name, step in steps:
+        if name in args.skip or (name == "mixed_precision" and args.gpu_id < 0):
+            report.setdefault("skipped", {})[name] = "autocast is CUDA-only" if name not in args.skip else "--skip"
+        else:
+            run_step(report, name, step, args.gpu_id)
+        # After every step: a run stopped at a time limit still leaves what it measured.
+        (args.out / "gpu_check.json").write_text(json.dumps(report, indent=2))
+        (args.out / "gpu_check.md").write_text(markdown_report(report))
+    print((args.out / "gpu_check.md").read_text())
+    return report
+
+
+def run_step(report: dict, name: str, step, gpu_id: int) -> None:
+    """Run one step into ``report[name]``; a failure goes to ``report["errors"]``."""
+    start = time.perf_counter()
+    reset_peak_memory(gpu_id)
+    try:
+        report[name] = step()
+    except Exception as err:  # recorded: the other steps still run
+        report["errors"][name] = f"{type(err).__name__}: {err}"[-3000:]
+    print(f"[gpu_check] {name}: {time.perf_counter() - start:.1f} s"
+          f"{' FAILED: ' + report['errors'][name][:300] if name in report['errors'] else ''}", flush=True)
+    if name in ("speed", "mixed_precision") and gpu_id >= 0:  # in this process
+        report.setdefault("peak_gpu_memory_mib", {})[name] = peak_memory(gpu_id)
+
+
+def machine(gpu_id: int) -> dict:
+    info = {"python": platform.python_version(), "cpus": os.cpu_count(), "load_avg_1min": os.getloadavg()[0]}
+    import torch
+
+    info["torch"] = torch.__version__
+    if gpu_id >= 0:
+        info["gpu"] = torch.cuda.get_device_name(gpu_id)
+    return info
+
+
+def reset_peak_memory(gpu_id: int) -> None:
+    if gpu_id >= 0:
+        import torch
+
+        torch.cuda.reset_peak_memory_stats(gpu_id)
+
+
+def peak_memory(gpu_id: int) -> float:
+    """MiB: cupy allocates through torch (``set_gpu_allocator``), so this counts both."""
+    import torch
+
+    return torch.cuda.max_memory_allocated(gpu_id) / 2**20
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""Pieces of ``gpu_check.py``: data, device sync, stage timing, update timing, report."""
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Callable, List, Optional, Tuple
+
+
+def sync(gpu_id: int) -> None:
+    """Wait for the GPU (torch and cupy streams), so wall clocks measure finished work."""
+    if gpu_id < 0:
+        return
+    import cupy
+    import torch
+
+    torch.cuda.synchronize(gpu_id)
+    cupy.cuda.get_current_stream().synchronize()
+
+
+def write_corpus(read_scierc: Callable, data: Path, out: Optional[Path], n_texts: int, smoke: bool = False):
+    """SciERC sentences as DocBins under ``out`` (train/dev/test), texts for the speed
+    test (train, then dev and test, up to ``n_texts``) and PFT sentences (train tokens
+    with their gold entities as candidates). Smoke: 40/20/20 sentences."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    vocab = spacy.blank("en").vocab
+    docs = {split: list(read_scierc(data / f"{split}.json", vocab, spans_key="sc")) for split in ("train", "dev", "test")}
+    if smoke:
+        docs = {split: d[: 40 if split == "train" else 20] for split, d in docs.items()}
+    texts = [doc.text for split in ("train", "dev", "test") for doc in docs[split]][:n_texts]
+    if out is None:
+        return None, texts, None
+    out.mkdir(parents=True, exist_ok=True)
+    for split, split_docs in docs.items():
+        DocBin(docs=split_docs, store_user_data=True).to_disk(out / f"{split}.spacy")
+    sentences = [
+        {"tokens": [t.text for t in doc], "candidates": [[s.start, s.end, "gold"] for s in doc.spans["sc"]]}
+        for doc in docs["train"]
+    ]
+    return out, texts, sentences
+
+
+def pft_corpus(sentences: List[dict], path: Path) -> None:
+    """The PFT candidate corpus as JSON lines (``sciner pft``'s JSONL input)."""
+    with open(path, "w", encoding="utf8") as out:
+        for sentence in sentences:
+            out.write(json.dumps({"text": " ".join(sentence["tokens"]), **sentence}) + "\n")
+
+
+def stage_breakdown(model: str, texts: List[str], batch_size: int, gpu_id: int, rounds: int = 2) -> dict:
+    """Seconds per stage over all texts, device-synchronised after each stage: the
+    transformer, the span component's token vectors (its first step), the rest of its
+    predict, and its set_annotations."""
+    import spacy
+    from spacy.util import minibatch
+
+    from spacy_sciner.spancat.tokvecs import predict_token_vectors
+
+    nlp = spacy.load(model)
+    transformer, spancat = nlp.get_pipe("transformer"), nlp.get_pipe("sciner_spancat")
+    tok2vec = spancat.model.get_ref("tok2vec")
+    totals = {"transformer": [], "token_vectors": [], "predict_rest": [], "set_annotations": []}
+    for _ in range(rounds):
+        seconds = dict.fromkeys(totals, 0.0)
+        for batch in minibatch(texts, batch_size):
+            docs = [nlp.make_doc(text) for text in batch]
+            sync(gpu_id)
+            t0 = time.perf_counter()
+            transformer.set_annotations(docs, transformer.predict(docs))
+            sync(gpu_id)
+            t1 = time.perf_counter()
+            predict_token_vectors(tok2vec, docs)  # timed alone; predict computes it again
+            sync(gpu_id)
+            t2 = time.perf_counter()
+            predictions = spancat.predict(docs)
+            sync(gpu_id)
+            t3 = time.perf_counter()
+            spancat.set_annotations(docs, predictions)
+            t4 = time.perf_counter()
+            seconds["transformer"] += t1 - t0
+            seconds["token_vectors"] += t2 - t1
+            seconds["predict_rest"] += max(0.0, (t3 - t2) - (t2 - t1))
+            seconds["set_annotations"] += t4 - t3
+        for key in totals:
+            totals[key].append(seconds[key])
+    return {key: statistics.median(values) for key, values in totals.items()}
+
+
+def train_speed(config_path: Path, encoder: str, train_path: Path, gpu_id: int, mixed: bool,
+                updates: int = 40, warmup: int = 10, batch_size: int = 16, profile: bool = False) -> dict:
+    """Seconds per ``nlp.update`` (after ``warmup`` updates) of the sciner_spancat config,
+    with ``mixed_precision`` on or off; optionally the torch profiler's top operators."""
+    import torch
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+    from spacy.util import load_config, load_model_from_config, minibatch
+
+    overrides = {"components.transformer.model.name": encoder,
+                 "components.transformer.model.mixed_precision": mixed}
+    config = load_config(config_path, overrides=overrides, interpolate=False)
+    nlp = load_model_from_config(config, auto_fill=True, validate=True)
+    docs = list(DocBin().from_disk(train_path).get_docs(nlp.vocab))
+    examples = [Example(nlp.make_doc(doc.text), doc) for doc in docs]
+    optimizer = nlp.initialize(lambda: examples[:100])
+    batches = [b for b in minibatch(examples * 4, batch_size)][: updates + warmup]
+    if gpu_id >= 0:
+        torch.cuda.reset_peak_memory_stats(gpu_id)
+    times = []
+    for i, batch in enumerate(batches):
+        sync(gpu_id)
+        start = time.perf_counter()
+        nlp.update(batch, sgd=optimizer, drop=0.1)
+        sync(gpu_id)
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    result = {"s_per_update": statistics.median(times), "updates_timed": len(times), "batch_sentences": batch_size}
+    if gpu_id >= 0:
+        result["peak_gpu_memory_mib"] = torch.cuda.max_memory_allocated(gpu_id) / 2**20
+    if profile and gpu_id >= 0:
+        result["profile"] = _profile(nlp, optimizer, batches[:6])
+    return result
+
+
+def _profile(nlp, optimizer, batches) -> List[Tuple]:
+    """Top operators by self CPU time and by self CUDA time over a few updates."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for batch in batches:
+            nlp.update(batch, sgd=optimizer, drop=0.1)
+    events = prof.key_averages()
+    rows = []
+    for key in ("self_cpu_time_total", "self_device_time_total"):
+        top = sorted(events, key=lambda e: getattr(e, key, 0), reverse=True)[:12]
+        rows.append({"by": key, "ops": [(e.key, e.count, round(e.self_cpu_time_total / 1e3, 2),
+                                         round(getattr(e, "self_device_time_total", 0) / 1e3, 2)) for e in top]})
+    return rows
+
+
+def markdown_report(report: dict) -> str:
+    """The JSON report as a short Markdown page."""
+    lines = ["# gpu_check", "", f"Machine: `{json.dumps(report['machine'])}`", ""]
+    if "train" in report:
+        t = report["train"]
+        lines.append(f"- train: {t['updates']} updates in {t['seconds']:.0f} s (incl. start-up), "
+                     f"{t['updates_per_s']:.1f} updates/s between the two evaluations")
+    if "calibrate_evaluate" in report:
+        c = report["calibrate_evaluate"]
+        lines.append(f"- calibrate {c['calibrate_seconds']:.0f} s, evaluate {c['evaluate_seconds']:.0f} s; "
+                     f"test spans F {c['spans_sc_f']}, ents F {c['ents_f']}")
+    if "speed" in report:
+        lines += ["", "| code | batch | transformer words/s | pipeline words/s | ratio |", "|---|---|---|---|---|"]
+        for code in ("current", "old_code"):
+            speed = report["speed"].get(code, {})
+            for key, row in sorted((k, v) for k, v in speed.items() if k.startswith("batch_")):
+                lines.append(f"| {code} | {key[6:]} | {row['transformer_wps']:,.0f} | {row['pipeline_wps']:,.0f} | "
+                             f"{row['ratio']:.2f} |")
+        stages = report["speed"].get("stages", {})
+        lines += ["", "Stages (s over all texts, largest batch): " + ", ".join(f"{k} {v:.3f}" for k, v in stages.items())]
+    if "pft" in report:
+        lines += ["", "| PFT objective | tokens/s (run) | tokens/s (steady) | from step |", "|---|---|---|---|"]
+        for name, row in report["pft"].items():
+            if isinstance(row, dict):
+                lines.append(f"| {name} | {row['tokens_per_s']:,.0f} | {row['tokens_per_s_steady'] or 0:,.0f} | "
+                             f"{row['steady_from_step']} |")
+        if "cand_ecb_overhead" in report["pft"]:
+            lines.append(f"\nmlm_cand+ecb overhead vs mlm_random (steady): {report['pft']['cand_ecb_overhead']:+.1%}")
+    if "mixed_precision" in report:
+        lines += ["", "| encoder, precision | s/update | peak MiB |", "|---|---|---|"]
+        for name, row in report["mixed_precision"].items():
+            if isinstance(row, dict):
+                lines.append(f"| {name} | {row['s_per_update']:.4f} | {row.get('peak_gpu_memory_mib', 0):,.0f} |")
+            else:
+                lines.append(f"| {name} (ratio) | {row:.2f} | |")
+    if report.get("skipped"):
+        lines += ["", "Skipped: " + ", ".join(f"{k} ({v})" for k, v in report["skipped"].items())]
+    if report.get("errors"):
+        lines += ["", "Errors:"] + [f"- {k}: {v[:500]}" for k, v in report["errors"].items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,35 @@
+"""benchmarks/gpu_check.py on the CPU (--smoke: tiny random BERT, 40 SciERC sentences):
+the prepared GPU check must run end to end wherever CI runs, and its report must hold
+every measurement (a step that fails is reported, so the test fails on it)."""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import gpu_check  # noqa: E402
+
+
+def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
+    out = tmp_path / "out"
+    report = gpu_check.main(["--smoke", "--encoder", str(tiny_bert_dir), "--data", f"{shared_data}/scierc",
+                             "--out", str(out), "--work", str(tmp_path / "work")])
+    assert report["errors"] == {}
+    assert report["skipped"] == {"mixed_precision": "autocast is CUDA-only"}
+    saved = json.loads((out / "gpu_check.json").read_text())
+    assert saved["train"]["updates"] == 6 and saved["train"]["updates_per_s"] > 0
+    evaluation = saved["calibrate_evaluate"]
+    assert 0.0 <= evaluation["spans_sc_f"] <= 1.0 and evaluation["speed"] > 0
+    speed = saved["speed"]["current"]
+    assert speed["code"] == "this checkout" and speed["sentences"] == 60
+    for batch in ("batch_8", "batch_32"):
+        row = speed[batch]
+        assert row["pipeline_wps"] > 0 and row["ratio"] == row["pipeline_wps"] / row["transformer_wps"]
+    assert set(saved["speed"]["stages"]) == {"transformer", "token_vectors", "predict_rest", "set_annotations"}
+    for objective in ("mlm_random", "mlm_cand+ecb"):
+        pft = saved["pft"][objective]
+        assert pft["steps"] == 12 and pft["tokens_per_s"] > 0 and pft["tokens_per_s_steady"] > 0
+    assert "cand_ecb_overhead" in saved["pft"]
+    markdown = (out / "gpu_check.md").read_text()
+    assert "| current | 32 |" in markdown and "mlm_cand+ecb" in markdown and "Skipped: mixed_precision" in markdown
+    assert not (out / "work").exists()  # scratch went to --work
