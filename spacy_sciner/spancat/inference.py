@@ -172,7 +172,7 @@ def predict_spans(
     out_scores = ops.to_numpy(xp.concatenate(scores)[chosen]).astype("f")
     chosen = ops.to_numpy(chosen)
     rows_all = numpy.concatenate(rows)
-    n_scored = len(rows_all) if cut is None else int(sum(int(k.sum()) for k in passed))
+    n_scored = len(rows_all) if cut is None else int(xp.concatenate(passed).sum())
     return _group_by_doc(rows_all[chosen], out_labels, out_scores, lengths, len(rows_all), n_scored)
 
 

@@ -53,8 +53,9 @@ def _listener_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
             return None  # trfs2arrays' special cases: leave them to it
         src = ops.reshape2f(output.last_hidden_state, -1, data.width)
         hidden.append(src)
-        indices.append(numpy.asarray(align.dataXd, dtype="i") + offset)
-        lengths.append(numpy.asarray(align.lengths, dtype="i"))
+        # Host arrays in spacy-transformers; to_numpy also takes device ones.
+        indices.append(ops.to_numpy(align.dataXd).astype("i") + offset)
+        lengths.append(ops.to_numpy(align.lengths).astype("i"))
         offset += src.shape[0]
     src = ops.xp.concatenate(hidden, axis=0) if len(hidden) > 1 else hidden[0]
     gathered = src[ops.asarray1i(numpy.concatenate(indices))]
