@@ -114,7 +114,7 @@ class MicroBatches(torch.utils.data.Dataset):
 def default_workers(device: torch.device) -> int:
     """Loader workers when ``--workers`` is not given: 2 on CUDA, none on the CPU.
 
-    On the CPU the model step takes ~100x longer than masking a batch (benchmarks/results/
+    On the CPU the model step takes ~1,000x longer than masking a batch (benchmarks/results/
     pft_speed.md), and the cores are better spent on the step; on a GPU the trainer's
     process should do nothing but launch kernels.
     """

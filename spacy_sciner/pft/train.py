@@ -304,8 +304,10 @@ def train_pft(cfg: PFTConfig) -> Dict:
         if sbo_head is not None:
             sbo_head.load_state_dict(state["sbo_head"])
         step = state["step"]
+        # The speed too: a resume that only installs the final model runs no step to recompute it.
         keys = ("train", "eval", "resumed_at", "wall_s", "tokens", "batches_without_targets", "masked_pieces",
-                "steady_wall_s", "steady_tokens", "steady_steps")
+                "steps", "tokens_per_s", "masked_per_1k_tokens", "steady_wall_s", "steady_tokens", "steady_steps",
+                "tokens_per_s_steady")
         log.update({k: state["log"][k] for k in keys if k in state["log"]})
         log["resumed_at"].append(step)
 

@@ -177,6 +177,7 @@ def test_kill_during_final_install_is_finished_by_resume(tmp_path, tiny_bert_dir
     monkeypatch.setattr(train_module, "_install_final", real_install)
     log = train_pft(pft_config(corpus_jsonl, out, tiny_bert_dir, max_steps=4, resume=True))
     assert log["installed"] and json.loads((out / "pft_log.json").read_text())["installed"]
+    assert log["steps"] == 4 and log["tokens_per_s"] > 0 and log["tokens_per_s_steady"] > 0  # kept from the run
     load_masked_lm(str(out))  # a complete checkpoint now
     # A further --resume has nothing left to do and returns the same log.
     assert train_pft(pft_config(corpus_jsonl, out, tiny_bert_dir, max_steps=4, resume=True)) == log
