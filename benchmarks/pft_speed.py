@@ -11,7 +11,10 @@ candidates) and the same thread count:
 * ``stock_fused``: the same model step with the fused AdamW our trainer uses, which
   isolates the effect of projecting only the masked positions;
 * ``mlm_random``: our path, random 15% masking, projection at masked positions only;
-* ``mlm_cand+ecb``: our path with candidate masking and ECB targets.
+* ``mlm_cand+ecb``: our path with candidate masking and ECB targets;
+* ``mlm_random [loader]``, ``mlm_cand+ecb [loader]``: the same steps with the batches masked
+  ahead by ``--step-workers`` DataLoader workers (``spacy_sciner/pft/loader.py``), as the
+  trainer does now; the two variants above mask in the step, as it did before.
 
 The variants run interleaved in rounds (rotating order), so load from other jobs on the
 shared cores hits all of them alike; ratios are medians of per-round paired ratios. Each step
@@ -26,7 +29,18 @@ is a cap: candidate objectives mask what the candidates allow), over all SciERC 
 sentences, and the share of entities that fit a strict per-sequence budget vs the share that
 masking reaches. ``--masking-only`` prints just these (seconds, no model).
 
-Usage: python benchmarks/pft_speed.py [--rounds 5] [--steps 3] [--threads 2] [--masking-only]
+Steady state: ``tokens_per_s`` covers every timed round; ``tokens_per_s_steady`` leaves out
+the first 10% of the rounds (at least one), in which allocators, kernel choices and (for
+the loader variants) worker start-up settle. The data pipeline is also timed alone: masked
+batches per second that the loader delivers with 0, 1 and 2 workers over all SciERC
+training sentences (from the first batch on; the worker start-up is reported apart).
+
+With ``--gpu-id N`` the models run on that CUDA device with the trainer's mixed precision;
+each timed step then ends with a device sync (else the host clock would time kernel
+launches only), and the CPU-time columns measure the host's share of the work.
+
+Usage: python benchmarks/pft_speed.py [--rounds 5] [--steps 3] [--threads 2] [--gpu-id -1]
+    [--step-workers 1] [--masking-only]
 """
 import argparse
 import json
@@ -36,6 +50,7 @@ import os
 # spinning thread burns CPU time while its partner is descheduled, which would make the
 # CPU-time measurement count other jobs' load. Must be set before torch is imported.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import math
 import statistics
 import subprocess
 import sys
@@ -71,7 +86,7 @@ def scierc_sentences(path: Path, n: int):
 MASKING_OBJECTIVES = ("mlm_cand", "ecb", "mlm_cand+ecb", "mlm_random", "mlm_span+sbo")
 
 
-def masking_rates(tokenizer, batch_size: int, mask_ratio: float = 0.15) -> dict:
+def masking_rates(tokenizer, batch_size: int, mask_ratio: float = 0.15, path: Path = SCIERC) -> dict:
     """Masked pieces per 1,000 tokens per objective on all SciERC train sentences (gold
     entities as candidates), mean of 3 masking seeds; and which entities masking reaches."""
     from spacy_sciner.pft.data import CorpusStats, encode_sentences
@@ -79,13 +94,13 @@ def masking_rates(tokenizer, batch_size: int, mask_ratio: float = 0.15) -> dict:
     from spacy_sciner.pft.stats import ever_masked, fits_sequence_budget, measure_masking
 
     vocab = MaskVocab.from_tokenizer(tokenizer)
-    examples = encode_sentences(scierc_sentences(SCIERC, 10**9), tokenizer, 128, CorpusStats())
+    examples = encode_sentences(scierc_sentences(path, 10**9), tokenizer, 128, CorpusStats())
     rates = {}
     for objective in MASKING_OBJECTIVES:
         runs = [measure_masking(examples, objective, vocab, mask_ratio, batch_size, seed) for seed in range(3)]
         rates[objective] = {k: float(np.mean([r.get(k, 0.0) for r in runs])) for k in runs[0]}
     return {
-        "sentences": len(examples), "candidates": sum(len(ex.candidates) for ex in examples),
+        "data": path.stem, "sentences": len(examples), "candidates": sum(len(ex.candidates) for ex in examples),
         "masked_per_1k_tokens": rates,
         "entities_fitting_sequence_budget": fits_sequence_budget(examples, mask_ratio),
         "entities_ever_masked_50_draws": ever_masked(examples, vocab, mask_ratio, draws=50),
@@ -98,7 +113,7 @@ def masking_lines(rates: dict) -> list:
 
     per_objective = "; ".join(f"`{o}`: {format_per_1k(r)}" for o, r in rates["masked_per_1k_tokens"].items())
     return [
-        f"- masked pieces per 1,000 tokens, all {rates['sentences']} SciERC train sentences "
+        f"- masked pieces per 1,000 tokens, all {rates['sentences']} SciERC {rates.get('data', 'train')} sentences "
         f"({rates['candidates']} entities as candidates), budget 15%: {per_objective}",
         f"- SciERC entities no longer than their sentence's 15% budget: "
         f"{rates['entities_fitting_sequence_budget']:.1%}; masked whole as MLM_CAND in at least one of "
@@ -106,8 +121,56 @@ def masking_lines(rates: dict) -> list:
     ]
 
 
+LOADER_OBJECTIVES = ("mlm_random", "mlm_cand+ecb")
+
+
+def loader_throughput(examples, vocab, batch_size: int, n_batches: int, workers: int, pin: bool) -> dict:
+    """Masked batches/s the trainer's loader delivers with ``workers`` processes, per objective."""
+    from spacy_sciner.pft.loader import MicroBatches, PackedExamples, micro_batches
+    from spacy_sciner.pft.masking import parse_objective
+
+    packed = PackedExamples(examples)
+    out = {}
+    for objective in LOADER_OBJECTIVES:
+        dataset = MicroBatches(packed if workers else examples, parse_objective(objective), vocab, batch_size,
+                               seed=0, mask_ratio=0.15, start=0, stop=n_batches)
+        t0, c0 = time.perf_counter(), time.process_time()
+        batches = micro_batches(dataset, workers, pin_memory=pin)
+        next(batches)
+        t1, c1 = time.perf_counter(), time.process_time()
+        for _ in batches:
+            pass
+        t2, c2 = time.perf_counter(), time.process_time()
+        out[objective] = {"batches_per_s": (n_batches - 1) / (t2 - t1), "startup_s": t1 - t0,
+                          "main_process_cpu_ms_per_batch": 1e3 * (c2 - c1) / (n_batches - 1)}
+    return out
+
+
+class FixedBatches:
+    """Map-style dataset for the loader variants: item ``i`` masks ``batches[i % len]``.
+
+    The loader variants then time the same sentences as the in-step variants.
+    """
+
+    def __init__(self, batches, objective: str, vocab):
+        self.batches, self.objective, self.vocab = batches, objective, vocab
+
+    def __len__(self):
+        return 10**9
+
+    def __getitem__(self, i):
+        from spacy_sciner.pft.masking import mask_batch, parse_objective
+
+        batch = self.batches[i % len(self.batches)]
+        return mask_batch(batch, parse_objective(self.objective), np.random.default_rng([i, 1]), self.vocab, 0.15)
+
+
 def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    """The machine's load (``uptime``; the load averages where that command is missing)."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
@@ -119,6 +182,11 @@ def main() -> None:
     parser.add_argument("--encoder", default="sciner-minilm")
     parser.add_argument("--out", type=Path, default=RESULTS / "pft_speed", help="JSON/Markdown path without suffix")
     parser.add_argument("--masking-only", action="store_true", help="Only the masking rates (no model, seconds)")
+    parser.add_argument("--gpu-id", type=int, default=-1, help="CUDA device for the model steps; -1 = CPU")
+    parser.add_argument("--step-workers", type=int, default=None,
+                        help="Loader workers of the [loader] variants (default: the trainer's default, at least 1)")
+    parser.add_argument("--loader-batches", type=int, default=300, help="Batches per data-pipeline measurement")
+    parser.add_argument("--data", type=Path, default=SCIERC, help="SciERC-format json (one doc per line)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.masking_only:
@@ -129,24 +197,32 @@ def main() -> None:
     from transformers import DataCollatorForLanguageModeling
 
     from spacy_sciner.pft.data import CorpusStats, encode_sentences
+    from spacy_sciner.pft.device import amp_dtype, autocast, resolve_device
     from spacy_sciner.pft.heads import compute_losses, load_masked_lm, load_tokenizer
+    from spacy_sciner.pft.loader import default_workers, micro_batches
     from spacy_sciner.pft.masking import MaskVocab, mask_batch, parse_objective
     from spacy_sciner.pft.train import make_adamw
+
+    device, dtype = resolve_device(args.gpu_id), amp_dtype(args.gpu_id)
+    step_workers = args.step_workers if args.step_workers is not None else max(1, default_workers(device))
 
     tokenizer = load_tokenizer(args.encoder)
     vocab = MaskVocab.from_tokenizer(tokenizer)
     n_batches = args.steps + 1
-    sentences = scierc_sentences(SCIERC, args.batch_size * n_batches)
+    sentences = scierc_sentences(args.data, args.batch_size * n_batches)
+    if len(sentences) < args.batch_size * n_batches:
+        parser.error(f"{args.data} has {len(sentences)} sentences; --steps {args.steps} needs "
+                     f"{args.batch_size * n_batches} (steps + 1 warm-up batches)")
     examples = encode_sentences(sentences, tokenizer, 128, CorpusStats())
     batches = [examples[i * args.batch_size : (i + 1) * args.batch_size] for i in range(n_batches)]
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, return_tensors="pt")
 
-    variants = ("stock", "stock_fused", "mlm_random", "mlm_cand+ecb")
+    variants = ("stock", "stock_fused", "mlm_random", "mlm_cand+ecb", "mlm_random [loader]", "mlm_cand+ecb [loader]")
     models, optims = {}, {}
     for name in variants:
         torch.manual_seed(0)
         models[name], _ = load_masked_lm(args.encoder)
-        models[name].train()
+        models[name].to(device).train()
         optims[name] = (torch.optim.AdamW(models[name].parameters(), lr=1e-5) if name == "stock"
                         else make_adamw(models[name].parameters(), 1e-5))
 
@@ -155,23 +231,33 @@ def main() -> None:
         features = [{"input_ids": ex.input_ids} for ex in batch]
         masked = collator(features)  # pads, masks 15% (80/10/10), labels -100 elsewhere
         assert masked["input_ids"].shape[1] == width
-        out = models[name](input_ids=masked["input_ids"], attention_mask=masked["attention_mask"],
-                              labels=masked["labels"])
+        with autocast(device, dtype):
+            out = models[name](**{k: masked[k].to(device) for k in ("input_ids", "attention_mask", "labels")})
         out.loss.backward()
         optims[name].step()
         optims[name].zero_grad(set_to_none=True)
         return int(masked["attention_mask"].sum()), int((masked["labels"] != -100).sum())
 
+    loaders = {name: micro_batches(FixedBatches(batches[: args.steps], name.split()[0], vocab), step_workers,
+                                   pin_memory=device.type == "cuda") for name in variants if name.endswith("[loader]")}
+
     def our_step(name, batch, rng):
-        masked = mask_batch(batch, parse_objective(name), rng, vocab, 0.15)
-        loss, _ = compute_losses(models[name], None, masked, torch.device("cpu"))
+        if name in loaders:
+            masked = next(loaders[name])  # masked ahead by the loader's workers
+        else:
+            masked = mask_batch(batch, parse_objective(name), rng, vocab, 0.15)
+        with autocast(device, dtype):
+            loss, _ = compute_losses(models[name], None, masked, device)
         loss.backward()
         optims[name].step()
         optims[name].zero_grad(set_to_none=True)
         return masked.n_tokens, len(masked.positions)
 
     def run(name, batch, rng):
-        return stock_step(name, batch) if name.startswith("stock") else our_step(name, batch, rng)
+        out = stock_step(name, batch) if name.startswith("stock") else our_step(name, batch, rng)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # the step's kernels are done when the clock is read
+        return out
 
     load_before = uptime()
     for name in variants:  # warm-up: allocator, threads, first-call overheads
@@ -212,33 +298,46 @@ def main() -> None:
                 mask_batch(batch, parse_objective(name), np.random.default_rng(i), vocab, 0.15)
         mask_time[name] = (time.process_time() - t0) / (reps * args.steps)
 
-    rates = masking_rates(tokenizer, args.batch_size)
+    rates = masking_rates(tokenizer, args.batch_size, path=args.data)
+    all_examples = encode_sentences(scierc_sentences(args.data, 10**9), tokenizer, 128, CorpusStats())
+    pipeline = {w: loader_throughput(all_examples, vocab, args.batch_size, args.loader_batches, w,
+                                     device.type == "cuda") for w in (0, 1, 2)}
+    steady_from_round = max(1, math.ceil(0.1 * args.rounds)) if args.rounds > 1 else 0
+    skip = steady_from_round * args.steps
+    tok_s_steady = {name: sum(tokens[name][skip:]) / sum(times[name][skip:]) for name in variants}
     median_step = {name: statistics.median(times[name]) for name in variants}
     median_cpu = {name: statistics.median(cpu_times[name]) for name in variants}
     tok_s = {name: sum(tokens[name]) / sum(times[name]) for name in variants}
     tok_cpu_s = {name: sum(tokens[name]) / sum(cpu_times[name]) for name in variants}
 
-    def paired(rounds, a, b):
-        return statistics.median(r[a] / r[b] for r in rounds)
+    def paired(a, b, first_round=0, minus=0.0):
+        """Median over rounds of a's speed / b's speed, in wall and in CPU time."""
+        return {key: statistics.median(r[a] / r[b] for r in rounds[first_round:]) - minus
+                for key, rounds in (("wall", per_round), ("cpu", per_round_cpu))}
 
-    speedup = {"wall": paired(per_round, "mlm_random", "stock"), "cpu": paired(per_round_cpu, "mlm_random", "stock")}
-    speedup_same_optim = {"wall": paired(per_round, "mlm_random", "stock_fused"),
-                          "cpu": paired(per_round_cpu, "mlm_random", "stock_fused")}
-    speedup_cand = {"wall": paired(per_round, "mlm_cand+ecb", "stock"),
-                    "cpu": paired(per_round_cpu, "mlm_cand+ecb", "stock")}
-    step_overhead = {"wall": paired(per_round, "mlm_random", "mlm_cand+ecb") - 1,
-                     "cpu": paired(per_round_cpu, "mlm_random", "mlm_cand+ecb") - 1}
+    speedup, speedup_same_optim = paired("mlm_random", "stock"), paired("mlm_random", "stock_fused")
+    speedup_cand = paired("mlm_cand+ecb", "stock")
+    step_overhead = paired("mlm_random", "mlm_cand+ecb", minus=1)
+    step_overhead_loader = paired("mlm_random [loader]", "mlm_cand+ecb [loader]", minus=1)
+    step_overhead_steady = {
+        "in_step": paired("mlm_random", "mlm_cand+ecb", steady_from_round, minus=1),
+        "loader": paired("mlm_random [loader]", "mlm_cand+ecb [loader]", steady_from_round, minus=1),
+    }
     masking_overhead = (mask_time["mlm_cand+ecb"] - mask_time["mlm_random"]) / median_cpu["mlm_random"]
     result = {
         "encoder": args.encoder, "batch_size": args.batch_size, "threads": args.threads,
-        "rounds": args.rounds, "steps_per_round": args.steps,
-        "data": f"SciERC train, first {len(sentences)} sentences; gold entities as candidates",
-        "tokens_per_s": tok_s, "tokens_per_cpu_s": tok_cpu_s,
+        "rounds": args.rounds, "steps_per_round": args.steps, "device": str(device),
+        "step_workers": step_workers, "steady_from_round": steady_from_round,
+        "data": f"SciERC {args.data.stem}, first {len(sentences)} sentences; gold entities as candidates",
+        "tokens_per_s": tok_s, "tokens_per_s_steady": tok_s_steady, "tokens_per_cpu_s": tok_cpu_s,
         "sentences_per_s": {n: args.batch_size / median_step[n] for n in variants},
         "median_step_s": median_step, "median_step_cpu_s": median_cpu, "mean_targets_per_batch": {n: float(np.mean(targets[n])) for n in variants},
         "per_round_tokens_per_s": per_round, "per_round_tokens_per_cpu_s": per_round_cpu,
         "speedup_mlm_random_vs_stock": speedup, "speedup_mlm_random_vs_stock_fused": speedup_same_optim, "speedup_mlm_cand_ecb_vs_stock": speedup_cand,
         "step_overhead_cand_ecb_vs_mlm_random": step_overhead,
+        "step_overhead_cand_ecb_vs_mlm_random_loader": step_overhead_loader,
+        "step_overhead_cand_ecb_vs_mlm_random_steady": step_overhead_steady,
+        "loader_throughput": pipeline,
         "masking_s_per_batch": mask_time, "masking_overhead_share_of_step": masking_overhead,
         "masked_per_1k_tokens_timed_batches": {n: 1000 * sum(targets[n]) / sum(tokens[n]) for n in variants},
         "masking_rates_scierc": rates,
@@ -250,18 +349,30 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2))
     rows = [
-        "| variant | tokens/s (wall) | tokens per CPU-s | sentences/s (wall) | median step wall / CPU (s) "
-        "| predicted pieces / batch | per 1,000 tokens |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| variant | tokens/s (wall) | steady tokens/s (wall) | tokens per CPU-s | sentences/s (wall) "
+        "| median step wall / CPU (s) | predicted pieces / batch | per 1,000 tokens |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ] + [
-        f"| {n} | {tok_s[n]:.0f} | {tok_cpu_s[n]:.0f} | {result['sentences_per_s'][n]:.1f} | "
+        f"| {n} | {tok_s[n]:.0f} | {tok_s_steady[n]:.0f} | {tok_cpu_s[n]:.0f} | {result['sentences_per_s'][n]:.1f} | "
         f"{median_step[n]:.2f} / {median_cpu[n]:.2f} | {result['mean_targets_per_batch'][n]:.1f} | "
         f"{result['masked_per_1k_tokens_timed_batches'][n]:.1f} |" for n in variants
     ]
+    pipeline_rows = [
+        "| loader workers | " + " | ".join(f"{o} batches/s" for o in LOADER_OBJECTIVES) + " | start-up (s) "
+        "| main-process CPU ms / batch |",
+        "|---:|" + "---:|" * (len(LOADER_OBJECTIVES) + 2),
+    ] + [
+        f"| {w} | " + " | ".join(f"{pipeline[w][o]['batches_per_s']:.0f}" for o in LOADER_OBJECTIVES)
+        + f" | {max(pipeline[w][o]['startup_s'] for o in LOADER_OBJECTIVES):.2f} | "
+        + " / ".join(f"{pipeline[w][o]['main_process_cpu_ms_per_batch']:.2f}" for o in LOADER_OBJECTIVES) + " |"
+        for w in pipeline
+    ]
     md = [
         "# PFT speed (benchmarks/pft_speed.py)", "",
-        f"MiniLM ({args.encoder}), batch {args.batch_size} sentences, {args.threads} threads, "
-        f"{args.rounds} interleaved rounds x {args.steps} steps per variant; {result['data']}.", "",
+        f"MiniLM ({args.encoder}) on {device}, batch {args.batch_size} sentences, {args.threads} threads, "
+        f"{args.rounds} interleaved rounds x {args.steps} steps per variant; {result['data']}; "
+        f"[loader] variants: {step_workers} DataLoader worker(s); steady state: rounds from round "
+        f"{steady_from_round} on (the first 10%, at least one, left out).", "",
         *rows, "",
         f"- speed-up of our mlm_random step vs stock BertForMaskedLM (median of per-round ratios): "
         f"**{speedup['cpu']:.2f}x** in CPU time, {speedup['wall']:.2f}x wall (target >= 1.5x); "
@@ -271,10 +382,20 @@ def main() -> None:
         f"- step-time overhead of mlm_cand+ecb vs our mlm_random (per-round median): "
         f"**{step_overhead['cpu'] * 100:+.1f}%** CPU, {step_overhead['wall'] * 100:+.1f}% wall (target <= 10%; "
         f"mlm_cand+ecb predicts fewer pieces when candidates do not fill the budget)",
+        f"- the same overhead with the batches masked ahead by the loader ([loader] variants): "
+        f"**{step_overhead_loader['cpu'] * 100:+.1f}%** CPU, {step_overhead_loader['wall'] * 100:+.1f}% wall; steady "
+        f"state (rounds from {steady_from_round}): in the step {step_overhead_steady['in_step']['cpu'] * 100:+.1f}% CPU, "
+        f"{step_overhead_steady['in_step']['wall'] * 100:+.1f}% wall; loader "
+        f"{step_overhead_steady['loader']['cpu'] * 100:+.1f}% CPU, {step_overhead_steady['loader']['wall'] * 100:+.1f}% wall",
         f"- masking alone: mlm_random {mask_time['mlm_random'] * 1e3:.2f} ms/batch, mlm_cand+ecb "
         f"{mask_time['mlm_cand+ecb'] * 1e3:.2f} ms/batch (CPU): the difference is {masking_overhead * 100:.2f}% "
         "of an mlm_random step",
-        *masking_lines(rates),
+        *masking_lines(rates), "",
+        f"Data pipeline alone: the trainer's loader over all {len(all_examples)} SciERC {args.data.stem} windows, "
+        f"{args.loader_batches} batches of {args.batch_size} per cell, batches/s after the first batch "
+        "(0 workers: masking in the calling process; the main-process CPU per batch is what the "
+        "trainer's process spends to receive one):", "",
+        *pipeline_rows, "",
         f"- load: before `{load_before}`; after `{load_after}` (uptime: a 1-min load near 2 means the 2 cores were busy with this run only)",
     ]
     args.out.with_suffix(".md").write_text("\n".join(md) + "\n")
