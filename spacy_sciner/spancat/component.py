@@ -32,13 +32,14 @@ The output biases start at the log class prior of the sampled training distribut
 (``initialize``): with ~94% "no entity" among sampled spans, a uniform start spends the
 first updates learning that prior instead of the entities.
 """
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.util import minibatch
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from thinc.types import Floats2d, Ragged
@@ -48,7 +49,7 @@ from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .candidates import Suggester, doc_candidates
 from .decode import make_span_group, set_ents
 from .filter import choose_thresholds, collect_calibration_data
-from .inference import CandidateScores, SpanPredictions, predict_spans, score_all_spans
+from .inference import CandidateScores, LaunchedSpans, SpanPredictions, collect_spans, launch_spans, score_all_spans
 from .sampling import enumerate_batch, sample_training_spans, span_targets
 from .util import (
     check_settings, class_prior_biases, classifier_and_filter_loss, finish_update_scaled,
@@ -259,13 +260,50 @@ class SciNERSpanCategorizer(TrainablePipe):
         docs (Iterable[Doc]): The docs, already processed by the transformer.
         RETURNS (SpanPredictions): The spans, their label indices and scores.
         """
+        return collect_spans(self._launch(list(docs)))
+
+    def pipe(self, stream: Iterable[Doc], *, batch_size: int = 128) -> Iterator[Doc]:
+        """Annotate a stream of docs, one batch ahead: batch i + 1 (the upstream
+        transformer's forward pass and this component's scoring) is queued on the device
+        before waiting for batch i's spans, so that on a GPU the host's work on one batch
+        (tokenization, alignment, Span objects) overlaps the device's work on the next.
+        On the CPU nothing is queued and this is ``TrainablePipe.pipe``. Docs come out in
+        order; a batch that fails goes to the error handler (by default: raised).
+
+        stream (Iterable[Doc]): The docs.
+        batch_size (int): Docs per batch.
+        YIELDS (Doc): The annotated docs.
+        """
+        error_handler = self.get_error_handler()
+        queued = None  # (docs, launched) of the previous batch
+        for docs in minibatch(stream, size=batch_size):
+            try:
+                launched = (docs, self._launch(docs))
+            except Exception as err:
+                error_handler(self.name, self, docs, err)
+                launched = None
+            if queued is not None:
+                yield from self._finish(*queued, error_handler)
+            queued = launched
+        if queued is not None:
+            yield from self._finish(*queued, error_handler)
+
+    def _launch(self, docs: List[Doc]) -> LaunchedSpans:
         prune = bool(self.cfg["use_filter"]) and self.cfg["filter_threshold"] is not None
-        return predict_spans(
-            self.model, list(docs), n_labels=len(self.labels),
+        return launch_spans(
+            self.model, docs, n_labels=len(self.labels),
             max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
             threshold=self.cfg["threshold"], filter_threshold=self.cfg["filter_threshold"] if prune else None,
             suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
         )
+
+    def _finish(self, docs: List[Doc], launched: LaunchedSpans, error_handler: Callable) -> List[Doc]:
+        try:
+            self.set_annotations(docs, collect_spans(launched))
+        except Exception as err:
+            error_handler(self.name, self, docs, err)
+            return []
+        return docs
 
     def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
         """Score every candidate span of ``docs``; see ``inference.score_all_spans``.

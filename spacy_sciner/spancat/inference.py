@@ -2,12 +2,14 @@
 
 Two entry points share the enumeration:
 
-* ``predict_spans`` (``predict``, the hot path) keeps everything on the model's device -
-  token vectors, pooling, the filter, the MLP and the decision rule - and copies only the
-  output spans' indices, labels and scores to the host, once per batch. On a GPU a copy
-  or a boolean compaction is a synchronisation, so the MLP there runs on every candidate
-  of a chunk and the filter's verdict is a mask (the MLP costs less than the wait); on
-  the CPU the filter compacts the chunk first, which is what saves the MLP's work.
+* ``launch_spans`` + ``collect_spans`` (``predict``, the hot path) keep everything on the
+  model's device - token vectors, pooling, the filter, the MLP and the decision rule -
+  and copy only the output spans' indices, labels and scores to the host, once per
+  batch, in ``collect_spans``. On a GPU a copy or a boolean compaction is a
+  synchronisation, so the MLP there runs on every candidate of a chunk and the filter's
+  verdict is a mask (the MLP costs less than the wait); on the CPU the filter compacts
+  the chunk first, which is what saves the MLP's work. The split lets ``pipe`` queue a
+  batch's work before waiting for the previous batch's results.
 * ``score_all_spans`` (calibration) returns every candidate's filter probability and the
   kept ones' class probabilities on the host.
 
@@ -15,7 +17,7 @@ The gold annotation never reaches this code: it sees only the docs (and the toke
 vectors the upstream transformer put on them).
 """
 import math
-from typing import Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
@@ -106,7 +108,18 @@ def score_all_spans(
     return CandidateScores(spans, f_all[order], keep_all[order], probs_all)
 
 
-def predict_spans(
+def predict_spans(model: Model, docs: List[Doc], **settings) -> SpanPredictions:
+    """The output spans of the docs (``launch_spans``, then ``collect_spans``).
+
+    model (Model): A ``spacy-sciner.SpanCategorizer.v1`` model.
+    docs (List[Doc]): The docs, processed by the upstream transformer.
+    settings: The keyword arguments of ``launch_spans``.
+    RETURNS (SpanPredictions): The spans, their labels and scores, on the host.
+    """
+    return collect_spans(launch_spans(model, docs, **settings))
+
+
+def launch_spans(
     model: Model,
     docs: List[Doc],
     *,
@@ -118,9 +131,10 @@ def predict_spans(
     suggester: Optional[Suggester] = None,
     allow_punct_edges: bool = False,
     compact: Optional[bool] = None,
-) -> SpanPredictions:
-    """The output spans of the docs: candidates the filter keeps (``filter_threshold``)
-    and the decision rule (``threshold``, see ``decode.is_entity``) accepts.
+) -> "LaunchedSpans":
+    """Queue the scoring of the docs' candidates on the model's device: which ones the
+    filter keeps (``filter_threshold``) and the decision rule (``threshold``, see
+    ``decode.is_entity``) accepts.
 
     model (Model): A ``spacy-sciner.SpanCategorizer.v1`` model (its refs are used).
     docs (List[Doc]): The docs, processed by the upstream transformer.
@@ -135,14 +149,15 @@ def predict_spans(
     compact (Optional[bool]): Run the MLP only on the filter's survivors (True) or on
         every candidate, masking afterwards (False); None: True on the CPU, False on a
         GPU. The output is the same.
-    RETURNS (SpanPredictions): The spans, their labels and scores, on the host.
+    RETURNS (LaunchedSpans): The batch, its device work queued (on a GPU nothing here
+        waits for the device); ``collect_spans`` gets the results.
     """
     ops = model.ops
     xp = ops.xp
     compact = isinstance(ops, NumpyOps) if compact is None else compact
     lengths = numpy.asarray([len(doc) for doc in docs], dtype="i")
     if lengths.sum() == 0 or n_labels == 0:
-        return _no_spans(len(docs))
+        return LaunchedSpans(ops, lengths, None, None, None, None, None)
     cut = filter_cut(filter_threshold)
     classifier, filter_head = model.get_ref("classifier"), model.get_ref("filter")
     rows, passed, entity, labels, scores = [], [], [], [], []
@@ -164,16 +179,43 @@ def predict_spans(
         labels.append(label)
         scores.append(score)
     if not rows:
-        return _no_spans(len(docs))
-    # The only device-to-host copies of the batch: which candidates are output, their
-    # labels and scores (a few per sentence), and the filter's count.
-    chosen = xp.flatnonzero(xp.concatenate(entity))
-    out_labels = ops.to_numpy(xp.concatenate(labels)[chosen])
-    out_scores = ops.to_numpy(xp.concatenate(scores)[chosen]).astype("f")
+        return LaunchedSpans(ops, lengths, None, None, None, None, None)
+    # Queued on the device, not waited for: collect_spans copies the results.
+    passed = None if cut is None else xp.concatenate(passed)
+    return LaunchedSpans(ops, lengths, numpy.concatenate(rows), passed, xp.concatenate(entity),
+                         xp.concatenate(labels), xp.concatenate(scores))
+
+
+def collect_spans(launched: "LaunchedSpans") -> SpanPredictions:
+    """Wait for the device work of ``launch_spans`` and copy the output spans to the host:
+    which candidates are output, their labels and scores (a few per sentence), and the
+    filter's count - the only device-to-host copies of a batch.
+
+    launched (LaunchedSpans): What ``launch_spans`` returned.
+    RETURNS (SpanPredictions): The spans grouped per doc, their labels and scores.
+    """
+    ops, lengths, rows = launched.ops, launched.lengths, launched.rows
+    if rows is None:
+        return _no_spans(len(lengths))
+    xp = ops.xp
+    chosen = xp.flatnonzero(launched.entity)
+    out_labels = ops.to_numpy(launched.labels[chosen])
+    out_scores = ops.to_numpy(launched.scores[chosen]).astype("f")
     chosen = ops.to_numpy(chosen)
-    rows_all = numpy.concatenate(rows)
-    n_scored = len(rows_all) if cut is None else int(xp.concatenate(passed).sum())
-    return _group_by_doc(rows_all[chosen], out_labels, out_scores, lengths, len(rows_all), n_scored)
+    n_scored = len(rows) if launched.passed is None else int(launched.passed.sum())
+    return _group_by_doc(rows[chosen], out_labels, out_scores, lengths, len(rows), n_scored)
+
+
+class LaunchedSpans(NamedTuple):
+    """A batch whose span scoring is queued on the device (``launch_spans``)."""
+
+    ops: Any
+    lengths: numpy.ndarray  # tokens per doc
+    rows: Optional[numpy.ndarray]  # global (start, end) of every candidate (None: none)
+    passed: Any  # device bool per candidate: kept by the filter (None: no filter)
+    entity: Any  # device bool per candidate: output
+    labels: Any  # device label index per candidate
+    scores: Any  # device best-label probability per candidate
 
 
 def filter_cut(filter_threshold: Optional[float]) -> Optional[float]:

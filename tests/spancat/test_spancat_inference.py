@@ -119,3 +119,51 @@ def test_label_strings_round_trip(trained_nlp):
     nlp = spacy.blank("en").from_config(trained_nlp.config).from_bytes(trained_nlp.to_bytes())
     doc = nlp(TRAIN_DATA[2][0])
     assert {s.label_ for s in doc.spans["sc"]} == {"Metric", "Task"}
+
+
+def annotations(docs):
+    return [([(s.start, s.end, s.label_) for s in d.spans["sc"]], [(e.start, e.end, e.label_) for e in d.ents])
+            for d in docs]
+
+
+def test_pipe_runs_one_batch_ahead_with_the_same_output(trained_nlp):
+    pipe = trained_nlp.get_pipe("sciner_spancat")
+    texts = TEXTS * 2
+    expected = annotations([trained_nlp(text) for text in texts])  # __call__: predict per doc
+    calls = []
+    launch, finish = pipe._launch, pipe._finish
+    pipe._launch = lambda docs: calls.append(("launch", docs[0].text)) or launch(docs)
+    pipe._finish = lambda docs, *rest: calls.append(("finish", docs[0].text)) or finish(docs, *rest)
+    try:
+        docs = list(trained_nlp.pipe(texts, batch_size=3))
+    finally:
+        del pipe._launch, pipe._finish
+    assert annotations(docs) == expected and [d.text for d in docs] == texts
+    firsts = [texts[i] for i in range(0, len(texts), 3)]
+    # Batch i + 1 is queued before batch i's results are collected.
+    assert calls == [("launch", firsts[0])] + [
+        step for i in range(1, len(firsts)) for step in (("launch", firsts[i]), ("finish", firsts[i - 1]))
+    ] + [("finish", firsts[-1])]
+
+
+def test_pipe_sends_a_failing_batch_to_the_error_handler(trained_nlp):
+    pipe = trained_nlp.get_pipe("sciner_spancat")
+    launch = pipe._launch
+
+    def failing(docs):
+        if any(d.text == TEXTS[1] for d in docs):
+            raise ValueError("boom")
+        return launch(docs)
+
+    pipe._launch = failing
+    try:
+        with pytest.raises(ValueError, match="boom"):
+            list(trained_nlp.pipe(TEXTS, batch_size=1))
+        handled = []
+        pipe.set_error_handler(lambda name, proc, docs, err: handled.append((name, [d.text for d in docs], str(err))))
+        docs = list(trained_nlp.pipe(TEXTS, batch_size=1))
+    finally:
+        del pipe._launch
+        pipe.set_error_handler(spacy.util.raise_error)
+    assert handled == [("sciner_spancat", [TEXTS[1]], "boom")]
+    assert [d.text for d in docs] == [t for t in TEXTS if t != TEXTS[1]]
