@@ -42,6 +42,7 @@ COMMAND_MODULES = (
     "spacy_sciner.pft.cli",
     "spacy_sciner.spancat.cli",
     "spacy_sciner.inspect_cli",
+    "spacy_sciner.weak.cli",
 )
 for _module in COMMAND_MODULES:
     try:
