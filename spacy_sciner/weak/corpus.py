@@ -37,6 +37,9 @@ from spacy.vocab import Vocab
 WEAK_SPANS_KEY = "weak"
 UNTYPED_LABEL = "ENTITY"
 TYPED_LABEL = "ENTITY_TYPED"
+# What label-weak's conflict="ambiguous" writes for a span with several types.
+AMBIGUOUS_LABEL = "AMBIGUOUS"
+AMBIGUOUS_MODES = ("untyped", "drop", "keep")
 GRANULARITIES = ("fine", "coarse")
 
 SpanTuple = Tuple[int, int, str]
@@ -275,6 +278,30 @@ def relabel(sentences: Iterable[WeakSentence], mapping: Dict[str, str]) -> List[
     """Relabel the spans of each sentence; spans that become equal are kept once."""
     return [
         sent._replace(spans=tuple(sorted({(s, e, mapping.get(label, label)) for s, e, label in sent.spans})))
+        for sent in sentences
+    ]
+
+
+def resolve_ambiguous(
+    sentences: Iterable[WeakSentence],
+    mode: str = "untyped",
+    *,
+    ambiguous_label: str = AMBIGUOUS_LABEL,
+    untyped_label: str = UNTYPED_LABEL,
+) -> List[WeakSentence]:
+    """Treat ``AMBIGUOUS`` spans (several types, no winner) before the rules: "untyped"
+    relabels them ``ENTITY`` (an entity, type unknown: the default), "drop" removes them,
+    "keep" leaves them as a type of their own."""
+    if mode not in AMBIGUOUS_MODES:
+        raise WeakCorpusError(f"ambiguous must be one of {AMBIGUOUS_MODES}, got {mode!r}")
+    if mode == "keep":
+        return list(sentences)
+    new = None if mode == "drop" else untyped_label
+    return [
+        sent._replace(spans=tuple(sorted({
+            (s, e, new if label == ambiguous_label else label)
+            for s, e, label in sent.spans if not (label == ambiguous_label and new is None)
+        })))
         for sent in sentences
     ]
 

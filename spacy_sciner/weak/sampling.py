@@ -48,6 +48,7 @@ from .corpus import (
     label_map,
     read_weak_docbin,
     relabel,
+    resolve_ambiguous,
 )
 
 SPLITS = ("train", "heldout")
@@ -133,6 +134,7 @@ class WeakBalancedCorpus:
             raise WeakCorpusError(f"n_samples must be -1 (endless), 0 (one pass's worth) or more, got {options['n_samples']}")
         heldout_indices(2, options["heldout_fraction"])  # validates the fraction now, not at training time
         label_map([], options["granularity"], options["coarse_map"])
+        resolve_ambiguous([], options["ambiguous"])
         self.rules = CorpusRules(
             **{k: options[k] for k in ("min_distinct", "top_types", "max_untyped", "drop_prob", "rare_to_untyped", "untyped_label")},
             seed=options["corpus_seed"],
@@ -148,7 +150,8 @@ class WeakBalancedCorpus:
         if self._cache is not None and self._cache[0] == id(vocab):
             return self._cache[1]
         o = self.o
-        self.raw = sentences = read_weak_docbin(self.path, vocab, o["spans_key"])
+        self.raw = read_weak_docbin(self.path, vocab, o["spans_key"])
+        sentences = resolve_ambiguous(self.raw, o["ambiguous"], untyped_label=o["untyped_label"])
         held = heldout_indices(len(sentences), o["heldout_fraction"], o["corpus_seed"])
         train = [s for s in sentences if s.index not in held]
         chosen = train if o["split"] == "train" else [s for s in sentences if s.index in held]
@@ -216,6 +219,7 @@ def create_weak_balanced_corpus(
     drop_prob: float = 0.7,
     rare_to_untyped: bool = False,
     untyped_label: str = UNTYPED_LABEL,
+    ambiguous: str = "untyped",
 ) -> WeakBalancedCorpus:
     """``spacy-sciner.WeakBalancedCorpus.v1``: a weak DocBin for weak pretraining.
 
@@ -237,6 +241,8 @@ def create_weak_balanced_corpus(
         endless (for ``max_epochs = -1``), or a number.
     min_distinct, top_types, max_untyped, drop_prob, rare_to_untyped: The rules' parameters.
     untyped_label (str): The label of untyped spans ("ENTITY").
+    ambiguous (str): ``AMBIGUOUS`` spans (label-weak's conflict="ambiguous") become
+        "untyped" (default), are dropped ("drop") or stay a type ("keep").
     RETURNS (WeakBalancedCorpus): A callable ``(nlp) -> Iterator[Example]``.
     """
     return WeakBalancedCorpus(
@@ -244,4 +250,5 @@ def create_weak_balanced_corpus(
         granularity=granularity, coarse_map=coarse_map, split=split, heldout_fraction=heldout_fraction,
         corpus_seed=corpus_seed, n_samples=n_samples, min_distinct=min_distinct, top_types=top_types,
         max_untyped=max_untyped, drop_prob=drop_prob, rare_to_untyped=rare_to_untyped, untyped_label=untyped_label,
+        ambiguous=ambiguous,
     )
