@@ -74,7 +74,7 @@ def measure(path: Path, *, n_samples: int = 0, **reader_args) -> Dict[str, objec
     sizes = dict(zip(reader.sampler.types, reader.sampler.sizes.tolist()))
     types = sorted(set(raw_counts) | set(kept_counts), key=lambda t: (-raw_counts[t], t))
     return {
-        "input": str(path),
+        "input": Path(path).name,  # the name only: no machine-specific paths in results
         "reader": {k: v for k, v in reader.o.items()},
         "docs_in_file": len(raw),
         "filter_stats": reader.stats.to_dict(),
@@ -137,6 +137,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-filters", action="store_true")
     parser.add_argument("--heldout-fraction", type=float, default=0.1)
     parser.add_argument("--n-samples", type=int, default=0, help="0: as many as the train sentences")
+    parser.add_argument("--note", default="", help="how the corpus was made, stored in the JSON")
     args = parser.parse_args(argv)
     if (args.corpus is None) == (not args.synthetic):
         parser.error("give either a corpus or --synthetic N")
@@ -150,6 +151,7 @@ def main(argv=None) -> int:
     except WeakCorpusError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    result["note"] = args.note or ("synthetic" if args.synthetic else "")
     (args.out / "weak_sampling.json").write_text(json.dumps(result, indent=1) + "\n")
     png = plot(result, args.out)
     s = result["filter_stats"]
