@@ -28,8 +28,11 @@ def _read_docbin(path: Path, what: str):
 
     if not path.is_file():
         fail(f"{what} {path}: not found")
+    from .labeling import fast_msgpack
+
     try:
-        return list(DocBin().from_disk(path).get_docs(Vocab()))
+        with fast_msgpack():
+            return list(DocBin().from_disk(path).get_docs(Vocab()))
     except Exception as err:  # msgpack/srsly raise many types for a corrupt file
         fail(f"{what} {path}: not a readable spaCy DocBin ({err})")
 
@@ -137,6 +140,8 @@ def label_weak_cli(
     if inputs:
         try:
             if kinds == {True}:
+                if n_process > 1:
+                    typer.echo("note: DocBin inputs are labeled in one process", err=True)
                 docbin, counts = label_docbins([str(p) for p in inputs], labeler, spans_key)
             else:
                 docbin, counts = label_texts([str(p) for p in inputs], labeler, tokenizer,

@@ -29,7 +29,7 @@ import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
@@ -204,15 +204,20 @@ def label_docbins(paths: Sequence[str], labeler: Labeler, spans_key: str = "weak
     counts: Counter = Counter()
     out = DocBin(store_user_data=False)
     for path in paths:
-        docs = list(DocBin().from_disk(path).get_docs(Vocab()))
+        try:
+            with fast_msgpack():
+                docs = list(DocBin().from_disk(path).get_docs(Vocab()))
+        except Exception as err:  # msgpack/srsly raise many types for a corrupt file
+            raise ValueError(f"{path}: not a readable spaCy DocBin ({err})") from err
         for i in range(0, len(docs), batch_docs):
             chunk = docs[i:i + batch_docs]
             labeled = labeler.label_tokens([[t.text for t in d] for d in chunk], counts)
-            for doc, spans in zip(chunk, labeled):
-                counts["docs"] += 1
-                counts["tokens"] += len(doc)
-                counts["spans"] += len(spans)
-                out.add(set_weak_spans(doc, spans, spans_key))
+            with fast_msgpack():
+                for doc, spans in zip(chunk, labeled):
+                    counts["docs"] += 1
+                    counts["tokens"] += len(doc)
+                    counts["spans"] += len(spans)
+                    out.add(set_weak_spans(doc, spans, spans_key))
     return out, run_report(counts, time.perf_counter() - start)
 
 

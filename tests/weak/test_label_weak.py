@@ -106,11 +106,15 @@ def read_docs(path):
 
 def test_cli_happy_path_with_report(gazetteers, tmp_path):
     corpus = write_corpus(tmp_path / "text.txt", SENTENCES[:2] + ["", b"bad \xff byte cold"])
+    with open(gazetteers / "diseases.txt", "ab") as handle:
+        handle.write(b"bad \xff term\n")  # an undecodable gazetteer line: skipped, counted
     out, report = tmp_path / "out" / "weak.spacy", tmp_path / "run.json"
     result = invoke(corpus, "-o", out, "-t", gazetteers / "map.tsv", "--report", report)
     assert result.exit_code == 0, result.output
     assert "4 lines (1 empty skipped, 1 with invalid UTF-8 repaired" in result.output
     assert "1 terms have several types" in result.output
+    assert re.search(r"source diseases.txt: 4 terms added;.* 1 no letter, 1 malformed "
+                     r"\(e\.g\. \S+diseases.txt:5: no_letter\)", result.output)
     docs = read_docs(out)
     assert [d.text for d in docs][:2] == SENTENCES[:2]
     spans = [(s.text, s.label_, s.kb_id_) for s in docs[0].spans["weak"]]
@@ -208,6 +212,11 @@ def test_bad_typed_list_and_corpora(gazetteers, tmp_path, assert_cli_error):
                      "2 lines, 2 empty")
     assert_cli_error(invoke(tmp_path / "nope.txt", "-o", out, "-t", the_map), "nope.txt", "not found")
     assert_cli_error(invoke(corpus, "-o", out), "no label source")
+    (tmp_path / "bad.spacy").write_bytes(b"not a docbin")
+    assert_cli_error(invoke(tmp_path / "bad.spacy", "-o", out, "-t", the_map), "bad.spacy",
+                     "not a readable spaCy DocBin")
+    assert_cli_error(invoke("-t", the_map, "--gold", tmp_path / "bad.spacy"), "--gold",
+                     "bad.spacy", "not a readable")
     assert not out.exists()
     # Nothing matches: the output is written, with a warning, not silently empty.
     plain = write_corpus(tmp_path / "plain.txt", ["Nothing to see here ."])
