@@ -61,8 +61,7 @@ def _load_sources(type_map, gazetteer_dir, train, train_spans_key, candidates, c
         if train_docs is not None:
             pairs = [(span.text, span.label_) for doc in train_docs for span in
                      (doc.spans[train_spans_key] if train_spans_key in doc.spans else doc.ents)]
-            multi = sources.add_training_entities(pairs, "train")
-            sources.loading["train"]["texts_with_several_labels"] = multi
+            sources.add_training_entities(pairs, "train", f"--train {train}")
         sources.add_type_map(rows)
         if table is not None:
             sources.add_terms([row.text for row in table.sorted()], ENTITY, "mined")

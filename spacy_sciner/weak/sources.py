@@ -178,9 +178,11 @@ class LabelSources:
                                              report, str(path), line_no)
         return report
 
-    def add_training_entities(self, spans: Iterable[Tuple[str, str]], source: str) -> int:
+    def add_training_entities(self, spans: Iterable[Tuple[str, str]], source: str,
+                              where: Optional[str] = None) -> int:
         """Gold (text, label) pairs; a text seen with several labels keeps its most
-        frequent one (ties: the first seen). RETURNS (int): texts with several labels."""
+        frequent one (ties: the first seen). RETURNS (int): texts with several labels.
+        ``where`` (default: ``source``) names the data in an error about a bad label."""
         votes: Dict[str, Counter] = defaultdict(Counter)
         for text, label in spans:
             votes[" ".join(text.split())][label] += 1
@@ -188,8 +190,10 @@ class LabelSources:
         for text, counts in votes.items():
             by_label[counts.most_common(1)[0][0]].append(text)
         for label in sorted(by_label):
-            self.add_terms(by_label[label], check_label(label, source), source)
-        return sum(len(counts) > 1 for counts in votes.values())
+            self.add_terms(by_label[label], check_label(label, where or source), source)
+        multi = sum(len(counts) > 1 for counts in votes.values())
+        self.loading.setdefault(source, Counter())["texts_with_several_labels"] = multi
+        return multi
 
     def conflicting_terms(self) -> Tuple[int, List[str]]:
         """Terms listed with more than one label: their number and a few examples."""

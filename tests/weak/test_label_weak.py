@@ -78,7 +78,9 @@ def test_training_entities_and_mined_candidates(gazetteers):
     sources.add_type_map(read_type_map(gazetteers / "map.tsv"))
     sources.add_terms(["cancer cells", "cold water", "took up"], "ENTITY", "mined")
     labeled, counts = label(Labeler(sources))
-    assert multi == 1
+    assert multi == 1 and sources.loading["train"]["texts_with_several_labels"] == 1
+    with pytest.raises(TypeMapError, match="t.spacy: label 'two words' holds whitespace"):
+        LabelSources().add_training_entities([("x y", "two words")], "train", "t.spacy")
     assert ("aspirin", "Drug", "train") in labeled[0]
     # Training data outranks the gazetteers; a typed source outranks the untyped ENTITY.
     assert ("cold water", "Thing", "train") in labeled[1]
@@ -139,6 +141,22 @@ def test_output_identical_for_one_and_two_processes(gazetteers, tmp_path):
     assert outputs[0] == outputs[1]
     docs = read_docs(tmp_path / "weak1.spacy")
     assert len(docs) == 500 and docs[499].text == SENTENCES[499 % 3] + " 499"
+
+
+def test_cli_train_source_and_empty_train(tmp_path, assert_cli_error):
+    doc = make_doc(SENTENCES[0])
+    doc.spans["sc"] = [Span(doc, 4, 5, label="Drug")]
+    DocBin(docs=[doc]).to_disk(tmp_path / "train.spacy")
+    DocBin(docs=[make_doc("no spans here")]).to_disk(tmp_path / "empty.spacy")
+    corpus = write_corpus(tmp_path / "text.txt", ["Take aspirin daily ."])
+    out = tmp_path / "weak.spacy"
+    result = invoke(corpus, "-o", out, "--train", tmp_path / "train.spacy")
+    assert result.exit_code == 0, result.output
+    labeled = read_docs(out)[0]
+    assert [(s.text, s.label_, s.kb_id_) for s in labeled.spans["weak"]] == [
+        ("aspirin", "Drug", "train")]
+    assert_cli_error(invoke(corpus, "-o", out, "--train", tmp_path / "empty.spacy"),
+                     "no usable term")
 
 
 def test_docbin_input_keeps_tokens(gazetteers, tmp_path):
