@@ -159,6 +159,22 @@ def test_cli_train_source_and_empty_train(tmp_path, assert_cli_error):
                      "no usable term")
 
 
+def test_cli_mined_candidates_source(gazetteers, tmp_path, assert_cli_error):
+    table = tmp_path / "candidates.tsv"
+    table.write_text("text\tsources\tfreq\tquality\ncancer cells\tphrase\t3\t0.9\n"
+                     "aspirin\tdict\t2\t\n")
+    corpus = write_corpus(tmp_path / "text.txt", ["Cancer cells and aspirin ."])
+    out = tmp_path / "weak.spacy"
+    result = invoke(corpus, "-o", out, "-t", gazetteers / "map.tsv", "-c", table)
+    assert result.exit_code == 0, result.output
+    doc = read_docs(out)[0]
+    # "aspirin" is typed by chem.belns, so the untyped candidate does not override it.
+    assert [(s.text, s.label_, s.kb_id_) for s in doc.spans["weak"]] == [
+        ("Cancer cells", "ENTITY", "mined"), ("aspirin", "Chemical", "chem.belns")]
+    table.write_text("text\tsources\tfreq\tquality\nbad\trow\n")
+    assert_cli_error(invoke(corpus, "-o", out, "-c", table), "candidates.tsv:2", "bad candidate row")
+
+
 def test_docbin_input_keeps_tokens(gazetteers, tmp_path):
     DocBin(docs=[make_doc(s) for s in SENTENCES]).to_disk(tmp_path / "in.spacy")
     result = invoke(tmp_path / "in.spacy", "-o", tmp_path / "out.spacy", "-t", gazetteers / "map.tsv")
