@@ -294,3 +294,21 @@ def test_benchmark_script_writes_json_and_png(tmp_path, capsys):
     assert (tmp_path / "weak_sampling.png").stat().st_size > 1000
     assert weak_sampling.main([str(tmp_path / "missing.spacy"), "--out", str(tmp_path)]) == 1
     assert "missing.spacy" in capsys.readouterr().err
+
+
+def test_spacy_training_initializes_and_updates_from_the_reader(weak_docbin, tmp_path):
+    """What `spacy train` does with the corpora (checked end to end by hand: 30 steps of
+    configs/sciner_spancat_cnn.cfg on a synthetic weak corpus, max_epochs = -1)."""
+    from spacy.training.initialize import init_nlp
+
+    path = Path(__file__).resolve().parents[2] / "configs" / "sciner_spancat_cnn.cfg"
+    cfg = Config().from_disk(path, interpolate=False)
+    readers = Config().from_str(READER_CFG.format(path=weak_docbin, extra=""))["corpora"]
+    cfg["corpora"]["train"], cfg["corpora"]["dev"] = dict(readers["train"]), dict(readers["heldout"])
+    cfg["training"]["max_epochs"] = -1
+    cfg = Config().from_str(cfg.to_str())  # as `spacy train` reads it (a str round trip)
+    nlp = init_nlp(cfg)
+    assert set(nlp.get_pipe("sciner_spancat").labels) == {"T0", "T1", "T2", "ENTITY"}
+    train = registry.resolve(cfg["corpora"])["train"]
+    losses = nlp.update(list(train(nlp))[:16], losses={})
+    assert losses["sciner_spancat"] > 0
