@@ -116,8 +116,7 @@ class WeakBalancedCorpus:
 
     After the first call, ``stats`` holds the rules' counts (``FilterStats``) for the
     chosen split, ``sampler`` the train split's sampler (None for "heldout") and ``raw``
-    every Doc of the file as read (reading a DocBin with spans costs ~3 ms a Doc, in
-    srsly's msgpack, so it is read once).
+    every Doc of the file as read (once per run: see ``read_shared``).
     """
 
     def __init__(self, path: Path, **options) -> None:
@@ -150,7 +149,7 @@ class WeakBalancedCorpus:
         if self._cache is not None and self._cache[0] == id(vocab):
             return self._cache[1]
         o = self.o
-        self.raw = read_weak_docbin(self.path, vocab, o["spans_key"])
+        self.raw = read_shared(self.path, vocab, o["spans_key"])
         sentences = resolve_ambiguous(self.raw, o["ambiguous"], untyped_label=o["untyped_label"])
         held = heldout_indices(len(sentences), o["heldout_fraction"], o["corpus_seed"])
         train = [s for s in sentences if s.index not in held]
@@ -186,6 +185,26 @@ class WeakBalancedCorpus:
         key = self.o["output_key"]
         for position in positions:
             yield make_example(nlp, sentences[position], key)
+
+
+# The last file read, shared by the readers of one run (train and held-out read the same
+# file; a DocBin with spans reads at ~1.5-3 ms a Doc). WeakSentences are tuples over Docs
+# that nothing modifies, so sharing them is safe; one entry bounds the memory.
+_LAST_READ: Dict[str, object] = {}
+
+
+def read_shared(path: Path, vocab: Vocab, spans_key: str) -> List[WeakSentence]:
+    """``read_weak_docbin``, reusing the previous result for the same file (path, size,
+    mtime), vocab and key."""
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, id(vocab), spans_key)
+    except OSError:  # missing: let read_weak_docbin say so
+        key = None
+    if key is None or _LAST_READ.get("key") != key:
+        _LAST_READ.clear()
+        _LAST_READ.update(key=key, sentences=read_weak_docbin(path, vocab, spans_key))
+    return _LAST_READ["sentences"]
 
 
 def make_example(nlp: Language, sent: WeakSentence, key: str) -> Example:

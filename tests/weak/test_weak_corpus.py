@@ -251,6 +251,20 @@ def test_reader_train_heldout_disjoint_and_deterministic(weak_docbin, nlp):
     assert texts(other["heldout"], nlp) == held
 
 
+def test_train_and_heldout_readers_read_the_file_once(weak_docbin, nlp, monkeypatch):
+    import spacy_sciner.weak.sampling as sampling
+
+    calls = []
+    real = sampling.read_weak_docbin
+    monkeypatch.setattr(sampling, "read_weak_docbin", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(sampling, "_LAST_READ", {})
+    corpora = resolve(weak_docbin)
+    texts(corpora["train"], nlp), texts(corpora["heldout"], nlp)
+    assert len(calls) == 1
+    texts(resolve(weak_docbin, 'spans_key = "weak"')["train"], spacy.blank("en"))  # another vocab
+    assert len(calls) == 2
+
+
 def test_reader_n_samples_and_endless(weak_docbin, nlp):
     reader = create_weak_balanced_corpus(weak_docbin, n_samples=-1)
     stream = iter(reader(nlp))
