@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "spacy_sciner.spancat.cli",
     "spacy_sciner.inspect_cli",
     "spacy_sciner.weak.cli",
+    "spacy_sciner.weak.export",
 )
 for _module in COMMAND_MODULES:
     try:
