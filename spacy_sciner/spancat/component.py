@@ -1,4 +1,5 @@
-"""``sciner_spancat``: the SEPT span categorizer as a spaCy pipeline component.
+"""``sciner_spancat``: the SEPT span categorizer as a spaCy pipeline component (its
+factory and default settings are in ``factory.py``).
 
 Training: every gold span of ``doc.spans[spans_key]`` (nested and overlapping allowed,
 also spans longer than ``max_span_length``) plus ``negatives_per_doc`` random non-gold
@@ -39,104 +40,24 @@ from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
-from spacy.util import minibatch
 from spacy.vocab import Vocab
-from thinc.api import Config, Model, Optimizer, set_dropout_rate
+from thinc.api import Model, Optimizer, set_dropout_rate
 from thinc.types import Floats2d, Ragged
 
-from ..multiprocess import install_fork_guard
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .candidates import Suggester, doc_candidates
 from .decode import make_span_group, set_ents
 from .filter import choose_thresholds, collect_calibration_data
-from .inference import CandidateScores, LaunchedSpans, SpanPredictions, collect_spans, launch_spans, score_all_spans
-from .sampling import enumerate_batch, sample_training_spans, span_targets
+from .inference import (
+    CandidateScores, LaunchedSpans, SpanPredictions, collect_spans, launch_spans, pipe_one_batch_ahead, score_all_spans,
+)
+from .sampling import (
+    enumerate_batch, gold_spans, negative_pool, reference_spans, sample_training_spans, span_targets,
+)
 from .util import (
     check_settings, class_prior_biases, classifier_and_filter_loss, finish_update_scaled,
     sampled_class_counts,
 )
-
-default_model_config = """
-[model]
-@architectures = "spacy-sciner.SpanCategorizer.v1"
-hidden_width = 256
-dropout = 0.1
-reducer = "max"
-width_embedding = 0
-width_buckets = 16
-
-[model.tok2vec]
-@architectures = "spacy-transformers.TransformerListener.v1"
-grad_factor = 1.0
-upstream = "*"
-
-[model.tok2vec.pooling]
-@layers = "reduce_mean.v1"
-"""
-DEFAULT_SCINER_SPANCAT_MODEL = Config().from_str(default_model_config)["model"]
-
-
-@Language.factory(
-    "sciner_spancat",
-    assigns=["doc.spans", "doc.ents"],
-    default_config={
-        "model": DEFAULT_SCINER_SPANCAT_MODEL,
-        "spans_key": DEFAULT_SPANS_KEY,
-        "max_span_length": 8,
-        # ~250 negatives per SciERC abstract (SEPT's best) / ~5 sentences per abstract.
-        "negatives_per_doc": 50,
-        # null: argmax over labels + "no entity"; a float: a probability floor.
-        "threshold": None,
-        # null: every span of 1..max_span_length tokens (the max-pooling fast path).
-        "suggester": None,
-        "allow_punct_edges": False,
-        "use_filter": True,
-        "filter_threshold": None,
-        "write_ents": True,
-        "chunk_size": 20000,
-        # The MLP and filter start from scratch while the transformer is pretrained
-        # (SciERC, 100 steps: calibrated dev F 0.274 at 10x vs 0.092 at 1x).
-        "learn_rate_scale": 10.0,
-        "seed": 0,
-        "scorer": {"@scorers": "spacy-sciner.span_scorer.v1"},
-    },
-    default_score_weights={
-        f"spans_{DEFAULT_SPANS_KEY}_f": 1.0,
-        f"spans_{DEFAULT_SPANS_KEY}_p": 0.0,
-        f"spans_{DEFAULT_SPANS_KEY}_r": 0.0,
-        "ents_f": 0.0,
-    },
-)
-def make_sciner_spancat(
-    nlp: Language,
-    name: str,
-    model: Model[Tuple[List[Doc], Ragged], Floats2d],
-    spans_key: str,
-    max_span_length: int,
-    negatives_per_doc: int,
-    threshold: Optional[float],
-    suggester: Optional[Suggester],
-    allow_punct_edges: bool,
-    use_filter: bool,
-    filter_threshold: Optional[float],
-    write_ents: bool,
-    chunk_size: int,
-    learn_rate_scale: float,
-    seed: int,
-    scorer: Optional[Callable],
-) -> "SciNERSpanCategorizer":
-    """Create a ``SciNERSpanCategorizer``; see the class for the arguments."""
-    # Also for pipelines on spacy-transformers' own architectures: workers of
-    # nlp.pipe(n_process > 1) must not inherit torch's OpenMP pool (a deadlock).
-    install_fork_guard()
-    return SciNERSpanCategorizer(
-        nlp.vocab, model, name, spans_key=spans_key, max_span_length=max_span_length,
-        negatives_per_doc=negatives_per_doc, threshold=threshold, suggester=suggester,
-        allow_punct_edges=allow_punct_edges, use_filter=use_filter,
-        filter_threshold=filter_threshold, write_ents=write_ents, chunk_size=chunk_size,
-        learn_rate_scale=learn_rate_scale, seed=seed, scorer=scorer,
-    )
-
 
 class SciNERSpanCategorizer(TrainablePipe):
     """Label spans with the SEPT span categorizer (see the module docstring)."""
@@ -150,6 +71,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         spans_key: str = DEFAULT_SPANS_KEY,
         max_span_length: int = 8,
         negatives_per_doc: int = 50,
+        negatives_avoid: Optional[List[str]] = None,
         threshold: Optional[float] = None,
         suggester: Optional[Suggester] = None,
         allow_punct_edges: bool = False,
@@ -169,6 +91,8 @@ class SciNERSpanCategorizer(TrainablePipe):
         spans_key (str): ``doc.spans`` key for gold spans (training) and output.
         max_span_length (int): L, the longest span enumerated at inference.
         negatives_per_doc (int): Random non-gold spans trained on per doc.
+        negatives_avoid (Optional[List[str]]): Reference ``doc.spans`` keys whose spans no
+            negative may overlap (partially annotated data); None: no such restriction.
         threshold (Optional[float]): None: a span is output when the argmax over the
             labels plus "no entity" is a label. A float: when its best label's
             probability is >= threshold (a floor; ``calibrate`` may set one).
@@ -201,6 +125,7 @@ class SciNERSpanCategorizer(TrainablePipe):
             "spans_key": spans_key,
             "max_span_length": max_span_length,
             "negatives_per_doc": negatives_per_doc,
+            "negatives_avoid": list(negatives_avoid) if negatives_avoid is not None else None,
             "threshold": threshold,
             "allow_punct_edges": allow_punct_edges,
             "use_filter": use_filter,
@@ -275,18 +200,10 @@ class SciNERSpanCategorizer(TrainablePipe):
         YIELDS (Doc): The annotated docs.
         """
         error_handler = self.get_error_handler()
-        queued = None  # (docs, launched) of the previous batch
-        for docs in minibatch(stream, size=batch_size):
-            try:
-                launched = (docs, self._launch(docs))
-            except Exception as err:
-                error_handler(self.name, self, docs, err)
-                launched = None
-            if queued is not None:
-                yield from self._finish(*queued, error_handler)
-            queued = launched
-        if queued is not None:
-            yield from self._finish(*queued, error_handler)
+        yield from pipe_one_batch_ahead(
+            stream, batch_size, self._launch, lambda docs, launched: self.set_annotations(docs, collect_spans(launched)),
+            lambda docs, err: error_handler(self.name, self, docs, err),
+        )
 
     def _launch(self, docs: List[Doc]) -> LaunchedSpans:
         prune = bool(self.cfg["use_filter"]) and self.cfg["filter_threshold"] is not None
@@ -296,14 +213,6 @@ class SciNERSpanCategorizer(TrainablePipe):
             threshold=self.cfg["threshold"], filter_threshold=self.cfg["filter_threshold"] if prune else None,
             suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
         )
-
-    def _finish(self, docs: List[Doc], launched: LaunchedSpans, error_handler: Callable) -> List[Doc]:
-        try:
-            self.set_annotations(docs, collect_spans(launched))
-        except Exception as err:
-            error_handler(self.name, self, docs, err)
-            return []
-        return docs
 
     def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
         """Score every candidate span of ``docs``; see ``inference.score_all_spans``.
@@ -361,6 +270,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         spans, _ = sample_training_spans(
             examples, self.key, self._label_map, int(self.cfg["max_span_length"]),
             int(self.cfg["negatives_per_doc"]), self._rng, candidates=self._candidates(examples),
+            avoid=self._avoid(examples),
         )
         if spans.dataXd.shape[0] == 0:
             return losses
@@ -389,6 +299,11 @@ class SciNERSpanCategorizer(TrainablePipe):
         return doc_candidates(
             docs, int(self.cfg["max_span_length"]), self.suggester, bool(self.cfg.get("allow_punct_edges", False))
         )
+
+    def _avoid(self, examples: List[Example]) -> Optional[List[numpy.ndarray]]:
+        """Spans no negative may overlap, per example (``negatives_avoid``), or None."""
+        keys = self.cfg.get("negatives_avoid")
+        return None if keys is None else [reference_spans(eg, keys) for eg in examples]
 
     def get_loss(self, examples: Iterable[Example], spans_scores: Tuple[Ragged, Floats2d]) -> Tuple[float, Floats2d]:
         """Cross-entropy of the classifier plus binary cross-entropy of the filter.
@@ -444,12 +359,17 @@ class SciNERSpanCategorizer(TrainablePipe):
         """Start both heads at the class prior of what ``update`` samples: gold spans
         by label, and ``negatives_per_doc`` negatives per doc (fewer if it has fewer)."""
         counts = sampled_class_counts(
-            get_examples(), self.key, self._label_map, int(self.cfg["negatives_per_doc"]),
-            lambda eg: len(self._candidates([eg])[0]),
+            get_examples(), self.key, self._label_map, int(self.cfg["negatives_per_doc"]), self._n_negatives,
         )
         class_bias, filter_bias = class_prior_biases(counts)
         self.model.get_ref("output_layer").set_param("b", self.model.ops.asarray1f(class_bias))
         self.model.get_ref("filter").set_param("b", self.model.ops.asarray1f(filter_bias))
+
+    def _n_negatives(self, eg: Example) -> int:
+        """How many candidates of ``eg`` a negative may be drawn from."""
+        avoid = self._avoid([eg])
+        gold, _ = gold_spans(eg, self.key, self._label_map, unknown=-1)
+        return len(negative_pool(self._candidates([eg])[0], gold, len(eg.predicted), None if avoid is None else avoid[0]))
 
     def calibrate(
         self,

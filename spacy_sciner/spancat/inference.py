@@ -17,10 +17,11 @@ The gold annotation never reaches this code: it sees only the docs (and the toke
 vectors the upstream transformer put on them).
 """
 import math
-from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 import numpy
 from spacy.tokens import Doc
+from spacy.util import minibatch
 from thinc.api import Model, NumpyOps
 from thinc.types import Floats2d, Ragged
 
@@ -216,6 +217,50 @@ class LaunchedSpans(NamedTuple):
     entity: Any  # device bool per candidate: output
     labels: Any  # device label index per candidate
     scores: Any  # device best-label probability per candidate
+
+
+def pipe_one_batch_ahead(
+    stream: Iterable[Doc],
+    batch_size: int,
+    launch: Callable[[List[Doc]], "LaunchedSpans"],
+    finish: Callable[[List[Doc], "LaunchedSpans"], None],
+    on_error: Callable[[List[Doc], Exception], None],
+) -> Iterator[Doc]:
+    """Annotate batches with ``launch`` (queue the device work) and ``finish`` (wait for it,
+    annotate), finishing batch i only after batch i + 1 is launched: reading batch i + 1
+    from ``stream`` runs the upstream components on it (the transformer's forward pass is
+    queued too), so the host's work on one batch overlaps the device's work on the next.
+    Docs come out in order; a batch whose launch or finish raises goes to ``on_error``
+    and is not yielded (spaCy's error handler: raise by default).
+
+    stream (Iterable[Doc]): The docs.
+    batch_size (int): Docs per batch.
+    launch (Callable): docs -> launched work.
+    finish (Callable): (docs, launched work) -> None, annotating the docs.
+    on_error (Callable): (docs, exception) -> None.
+    YIELDS (Doc): The annotated docs.
+    """
+    queued = None  # (docs, launched) of the previous batch
+    for docs in minibatch(stream, size=batch_size):
+        try:
+            launched = (docs, launch(docs))
+        except Exception as err:
+            on_error(docs, err)
+            launched = None
+        if queued is not None:
+            yield from _finished(*queued, finish, on_error)
+        queued = launched
+    if queued is not None:
+        yield from _finished(*queued, finish, on_error)
+
+
+def _finished(docs, launched, finish, on_error) -> List[Doc]:
+    try:
+        finish(docs, launched)
+    except Exception as err:
+        on_error(docs, err)
+        return []
+    return docs
 
 
 def filter_cut(filter_threshold: Optional[float]) -> Optional[float]:

@@ -98,14 +98,15 @@ def sample_training_spans(
     negatives_per_doc: int,
     rng: numpy.random.Generator,
     candidates: Optional[Sequence[Ints2d]] = None,
+    avoid: Optional[Sequence[Ints2d]] = None,
 ) -> Tuple[Ragged, Ints1d]:
     """All gold spans plus a random sample of negative spans, per doc.
 
     Gold spans longer than ``max_span_length`` are kept too: they are known at
     training time and still teach the classifier. Negatives are drawn uniformly
-    without replacement from the non-gold candidates: ``candidates`` (what inference
-    will score, see ``candidates.doc_candidates``) or every span of width
-    <= ``max_span_length``.
+    without replacement from the non-gold candidates (``negative_pool``): ``candidates``
+    (what inference will score, see ``candidates.doc_candidates``) or every span of width
+    <= ``max_span_length``, minus those overlapping a span of ``avoid``.
 
     examples (Iterable[Example]): The batch.
     spans_key (str): Key of ``doc.spans`` holding the gold spans.
@@ -115,6 +116,8 @@ def sample_training_spans(
     negatives_per_doc (int): How many negatives to sample per doc (all if fewer).
     rng (numpy.random.Generator): Source of randomness, owned by the component.
     candidates (Optional[Sequence[Ints2d]]): Doc-local candidate rows per example.
+    avoid (Optional[Sequence[Ints2d]]): Doc-local spans per example that no negative may
+        overlap (partially annotated data: weak labels, mined candidates).
     RETURNS (Tuple[Ragged, Ints1d]): Doc-local spans grouped per doc, and the target
         class of every span (gold label, or the none class for negatives).
     """
@@ -126,7 +129,7 @@ def sample_training_spans(
         n = len(eg.predicted)
         gold, gold_targets = gold_spans(eg, spans_key, label_map)
         pool = enumerate_spans(n, max_span_length) if candidates is None else numpy.asarray(candidates[i])
-        negatives = pool[~numpy.isin(span_keys(pool, n), span_keys(gold, n))]
+        negatives = negative_pool(pool, gold, n, None if avoid is None else avoid[i])
         if len(negatives) > negatives_per_doc:
             chosen = rng.choice(len(negatives), size=negatives_per_doc, replace=False)
             negatives = negatives[numpy.sort(chosen)]
@@ -136,6 +139,38 @@ def sample_training_spans(
     data = numpy.concatenate(all_spans).astype("i") if all_spans else numpy.zeros((0, 2), "i")
     targets = numpy.concatenate(all_targets).astype("i") if all_targets else numpy.zeros(0, "i")
     return Ragged(data, numpy.asarray(counts, dtype="i")), targets
+
+
+def negative_pool(pool: Ints2d, gold: Ints2d, doc_length: int, avoid: Optional[Ints2d] = None) -> Ints2d:
+    """The candidates a negative may be drawn from: not gold, and (with ``avoid``)
+    sharing no token with any span of ``avoid``.
+
+    pool (Ints2d): Candidate (start, end) rows.
+    gold (Ints2d): Gold (start, end) rows.
+    doc_length (int): Number of tokens.
+    avoid (Optional[Ints2d]): Spans no negative may overlap.
+    RETURNS (Ints2d): The rows of ``pool`` that qualify, in order.
+    """
+    keep = ~numpy.isin(span_keys(pool, doc_length), span_keys(gold, doc_length))
+    if avoid is not None and len(avoid) and len(pool):
+        # Two spans overlap iff they share a token: count covered tokens inside each row.
+        covered = numpy.zeros(doc_length + 1, dtype="i")
+        numpy.add.at(covered, avoid[:, 0], 1)
+        numpy.add.at(covered, avoid[:, 1], -1)
+        inside = numpy.concatenate([[0], numpy.cumsum(numpy.cumsum(covered)[:doc_length] > 0)])
+        keep &= inside[pool[:, 1]] - inside[pool[:, 0]] == 0
+    return pool[keep]
+
+
+def reference_spans(eg: Example, keys: Sequence[str]) -> Ints2d:
+    """The reference doc's spans under ``keys`` (missing keys: none), aligned to the
+    predicted doc's tokens, as (start, end) rows."""
+    rows = [
+        (span.start, span.end)
+        for key in keys if key in eg.reference.spans
+        for span in eg.get_aligned_spans_y2x(eg.reference.spans[key], allow_overlap=True)
+    ]
+    return numpy.asarray(rows, dtype="i").reshape(-1, 2)
 
 
 def span_targets(

@@ -69,17 +69,17 @@ def sampled_class_counts(
     spans_key: str,
     label_map: Dict[str, int],
     negatives_per_doc: int,
-    n_candidates: Callable[[Example], int],
+    n_negatives: Callable[[Example], int],
 ) -> numpy.ndarray:
     """How many spans of each class ``update`` samples in one pass over ``examples``:
     every gold span by label, and ``negatives_per_doc`` negatives per doc (fewer if the
-    doc has fewer non-gold candidates). The "no entity" count comes last.
+    doc has fewer, ``n_negatives``). The "no entity" count comes last.
     """
     counts = numpy.zeros(len(label_map) + 1, dtype="f8")
     for eg in examples:
         gold = [label_map[s.label_] for s in eg.reference.spans.get(spans_key, []) if s.label_ in label_map]
         numpy.add.at(counts, numpy.asarray(gold, dtype="i"), 1)
-        counts[-1] += min(negatives_per_doc, max(0, n_candidates(eg) - len(gold)))
+        counts[-1] += min(negatives_per_doc, n_negatives(eg))
     return counts
 
 

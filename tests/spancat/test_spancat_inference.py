@@ -131,13 +131,13 @@ def test_pipe_runs_one_batch_ahead_with_the_same_output(trained_nlp):
     texts = TEXTS * 2
     expected = annotations([trained_nlp(text) for text in texts])  # __call__: predict per doc
     calls = []
-    launch, finish = pipe._launch, pipe._finish
+    launch, finish = pipe._launch, pipe.set_annotations
     pipe._launch = lambda docs: calls.append(("launch", docs[0].text)) or launch(docs)
-    pipe._finish = lambda docs, *rest: calls.append(("finish", docs[0].text)) or finish(docs, *rest)
+    pipe.set_annotations = lambda docs, *rest: calls.append(("finish", docs[0].text)) or finish(docs, *rest)
     try:
         docs = list(trained_nlp.pipe(texts, batch_size=3))
     finally:
-        del pipe._launch, pipe._finish
+        del pipe._launch, pipe.set_annotations
     assert annotations(docs) == expected and [d.text for d in docs] == texts
     firsts = [texts[i] for i in range(0, len(texts), 3)]
     # Batch i + 1 is queued before batch i's results are collected.

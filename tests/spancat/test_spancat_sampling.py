@@ -74,3 +74,47 @@ def test_same_span_two_labels_keeps_first():
     egs = [example(5, [(0, 2, "Task"), (0, 2, "Method")])]
     spans, targets = sample_training_spans(egs, "sc", LABELS, 2, 0, numpy.random.default_rng(0))
     assert spans.dataXd.tolist() == [[0, 2]] and targets.tolist() == [1]
+
+
+def test_negative_pool_avoids_overlapping_spans():
+    from spacy_sciner.spancat.sampling import negative_pool
+
+    pool = enumerate_spans(9, 4)
+    gold = numpy.asarray([[1, 2], [6, 8]], dtype="i")
+    avoid = numpy.asarray([[3, 5], [6, 8], [8, 9]], dtype="i")
+    got = {tuple(r) for r in negative_pool(pool, gold, 9, avoid).tolist()}
+    expected = {
+        (s, e) for s, e in pool.tolist()
+        if (s, e) not in {(1, 2), (6, 8)} and not any(s < b and a < e for a, b in avoid.tolist())
+    }
+    assert got == expected == {(0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (5, 6)}
+    assert {tuple(r) for r in negative_pool(pool, gold, 9).tolist()} == {tuple(r) for r in pool.tolist()} - {(1, 2), (6, 8)}
+
+
+def test_negatives_avoid_keeps_negatives_off_weak_and_candidate_spans(tiny_bert_dir):
+    from spancat_helpers import make_examples, make_nlp
+
+    nlp = make_nlp(tiny_bert_dir, negatives_avoid=["sc", "candidates"], negatives_per_doc=1000)
+    examples = make_examples(nlp)
+    for eg in examples:  # an unlabeled mined candidate on the first token of each sentence
+        eg.reference.spans["candidates"] = [Span(eg.reference, 0, 1, label="cand")]
+    nlp.initialize(lambda: examples)
+    pipe = nlp.get_pipe("sciner_spancat")
+    assert pipe.cfg["negatives_avoid"] == ["sc", "candidates"]
+    seen = []
+    forward = pipe.model._func
+    pipe.model._func = lambda model, X, is_train: seen.append(X[1]) or forward(model, X, is_train)
+    try:
+        nlp.update(examples)  # the transformer first: the listener needs its output
+    finally:
+        pipe.model._func = forward
+    spans, offset = seen[0], 0
+    for eg, count in zip(examples, spans.lengths.tolist()):
+        rows = spans.dataXd[offset : offset + count].tolist()
+        offset += count
+        gold = [(s.start, s.end) for s in eg.reference.spans["sc"]]
+        taken = [(s.start, s.end) for key in ("sc", "candidates") for s in eg.reference.spans[key]]
+        negatives = [(s, e) for s, e in rows if (s, e) not in gold]
+        assert negatives and all(not (s < b and a < e) for s, e in negatives for a, b in taken)
+        # All allowed negatives were drawn (1000 per doc); the bias prior counted the same.
+        assert len(negatives) == pipe._n_negatives(eg)
