@@ -115,12 +115,12 @@ def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int) -> dict
                     times[name].append(time.perf_counter() - start)
         bare, full = (words / statistics.median(times[n]) for n in variants)
         result[f"batch_{batch_size}"] = {"transformer_wps": bare, "pipeline_wps": full, "ratio": full / bare}
+    result["stages"] = stage_breakdown(model, texts, max(batch_sizes), gpu_id)
     return result
 
 
 def step_speed(args, texts, model: Path, work: Path) -> dict:
     result = {"current": pipe_speed(str(model), texts, args.batch_sizes, args.rounds, args.gpu_id)}
-    result["stages"] = stage_breakdown(str(model), texts, max(args.batch_sizes), args.gpu_id)
     if args.old_code:
         paths = [str(args.old_code.resolve()), os.environ.get("PYTHONPATH", "")]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
@@ -183,8 +183,10 @@ def parse_args(argv=None):
     p.add_argument("--mp-updates", type=int, default=40)
     p.add_argument("--profile", action="store_true", help="torch profile of the mixed-precision updates (GPU)")
     p.add_argument("--old-code", type=Path, default=None, help="A folder holding an older spacy_sciner package")
-    p.add_argument("--skip", nargs="*", default=[], help="Steps to skip: train pft speed mixed_precision")
-    p.add_argument("--speed-only", default=None, help="Only measure nlp.pipe speed of this pipeline")
+    p.add_argument("--skip", nargs="*", default=[], help="Steps to skip: train calibrate_evaluate speed pft mixed_precision")
+    p.add_argument("--speed-only", default=None, help="Only measure nlp.pipe speed of this pipeline (JSON to --out)")
+    p.add_argument("--model", type=Path, default=None,
+                   help="Time this trained pipeline instead of the one the check trains (with --skip train ...)")
     p.add_argument("--smoke", action="store_true", help="Small sizes, for the CPU and CI")
     p.add_argument("--label", default="", help="Free text stored in the report (e.g. the commit measured)")
     args = p.parse_args(argv)
@@ -217,7 +219,7 @@ def main(argv=None) -> dict:
     steps = [
         ("train", lambda: step_train(args, corpus, work)),
         ("calibrate_evaluate", lambda: step_calibrate_evaluate(args, corpus, work)),
-        ("speed", lambda: step_speed(args, texts, work / "calibrated", work)),
+        ("speed", lambda: step_speed(args, texts, args.model or work / "calibrated", work)),
         ("pft", lambda: step_pft(args, sentences, work)),
         ("mixed_precision", lambda: step_mixed_precision(args, corpus / "train.spacy")),
     ]

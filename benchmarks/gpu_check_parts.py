@@ -55,7 +55,10 @@ def stage_breakdown(model: str, texts: List[str], batch_size: int, gpu_id: int, 
     import spacy
     from spacy.util import minibatch
 
-    from spacy_sciner.spancat.tokvecs import predict_token_vectors
+    try:
+        from spacy_sciner.spancat.tokvecs import predict_token_vectors
+    except ImportError:  # an older checkout (--old-code): token vectors timed with predict
+        predict_token_vectors = None
 
     nlp = spacy.load(model)
     transformer, spancat = nlp.get_pipe("transformer"), nlp.get_pipe("sciner_spancat")
@@ -70,7 +73,8 @@ def stage_breakdown(model: str, texts: List[str], batch_size: int, gpu_id: int, 
             transformer.set_annotations(docs, transformer.predict(docs))
             sync(gpu_id)
             t1 = time.perf_counter()
-            predict_token_vectors(tok2vec, docs)  # timed alone; predict computes it again
+            if predict_token_vectors is not None:
+                predict_token_vectors(tok2vec, docs)  # timed alone; predict computes it again
             sync(gpu_id)
             t2 = time.perf_counter()
             predictions = spancat.predict(docs)
@@ -163,8 +167,11 @@ def markdown_report(report: dict) -> str:
             for key, row in sorted((k, v) for k, v in speed.items() if k.startswith("batch_")):
                 lines.append(f"| {code} | {key[6:]} | {row['transformer_wps']:,.0f} | {row['pipeline_wps']:,.0f} | "
                              f"{row['ratio']:.2f} |")
-        stages = report["speed"].get("stages", {})
-        lines += ["", "Stages (s over all texts, largest batch): " + ", ".join(f"{k} {v:.3f}" for k, v in stages.items())]
+        for code in ("current", "old_code"):
+            stages = report["speed"].get(code, {}).get("stages", {})
+            if stages:
+                lines += ["", f"Stages, {code} (s over all texts, largest batch): "
+                          + ", ".join(f"{k} {v:.3f}" for k, v in stages.items())]
     if "pft" in report:
         lines += ["", "| PFT objective | tokens/s (run) | tokens/s (steady) | from step |", "|---|---|---|---|"]
         for name, row in report["pft"].items():
