@@ -5,6 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import gpu_check  # noqa: E402
@@ -33,3 +35,20 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     markdown = (out / "gpu_check.md").read_text()
     assert "| current | 32 |" in markdown and "mlm_cand+ecb" in markdown and "Skipped: mixed_precision" in markdown
     assert not (out / "work").exists()  # scratch went to --work
+    # An older checkout (--old-code) times a pipeline with settings it does not know:
+    # they are dropped from a copy, which that code then loads.
+    import shutil
+
+    import spacy
+    from spacy.util import load_config
+
+    model = tmp_path / "newer"
+    shutil.copytree(tmp_path / "work" / "calibrated", model)
+    config = load_config(model / "config.cfg", interpolate=False)
+    config["components"]["sciner_spancat"]["option_from_the_future"] = 1
+    config.to_disk(model / "config.cfg")
+    with pytest.raises(Exception, match="option_from_the_future"):
+        spacy.load(model)
+    copy = gpu_check.settings_known_here(str(model), tmp_path / "known")
+    assert spacy.load(copy).pipe_names == ["transformer", "sciner_spancat"]
+    assert gpu_check.settings_known_here(str(tmp_path / "work" / "calibrated"), tmp_path / "x") == str(tmp_path / "work" / "calibrated")
