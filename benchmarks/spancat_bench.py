@@ -342,6 +342,8 @@ def main() -> None:
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--no-train", action="store_true", help="Only evaluate runs that have finished (done.json); list the others as missing")
     p.add_argument("--speed-only", action="store_true", help="Only measure inference speed (trained runs must exist)")
+    p.add_argument("--report-only", action="store_true",
+                   help="Write spancat.md from spancat.json as a running benchmark left it (systems not in it: missing)")
     p.add_argument("--before-rev", default="127b1b0", help="Git revision whose committed spancat.json gives the 'before' column")
     args = p.parse_args()
     epochs = {}
@@ -350,6 +352,9 @@ def main() -> None:
         epochs[name or "*"] = int(value)
     args.epochs_for = lambda ds: epochs.get(ds, epochs.get("*"))
     args.results.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        report_only(args)
+        return
     results = {
         "seed": args.seed, "epochs": {ds: args.epochs_for(ds) for ds in args.datasets}, "encoder": args.encoder, "lr": args.lr,
         "batch_words": args.batch_words, "machine": f"{os.cpu_count()} CPU cores",
@@ -382,6 +387,18 @@ def main() -> None:
         # Measured separately with --speed-only (same trained pipelines).
         results["speed"][args.speed_dataset] = json.loads(speed_file.read_text())
     results["load_end"] = os.getloadavg()[0]
+    (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
+    write_markdown(results, args.results / "spancat.md")
+    print((args.results / "spancat.md").read_text())
+
+
+def report_only(args) -> None:
+    """spancat.md from the results a (still running) benchmark has written so far: its
+    JSON is rewritten after every evaluated system; those not in it are listed as missing."""
+    results = json.loads((args.results / "spancat.json").read_text())
+    results["missing"] = [f"{ds}/{system}" for ds in args.datasets for system in args.systems
+                          if system not in results["accuracy"].get(ds, {})]
+    results.setdefault("load_end", os.getloadavg()[0])  # now: the run has not ended
     (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
     write_markdown(results, args.results / "spancat.md")
     print((args.results / "spancat.md").read_text())
