@@ -19,6 +19,8 @@ except ImportError:  # pragma: no cover - torch is a dependency
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 # Start of the skip reason of every test that needs the real data (counted below).
 NO_SHARED_DATA = "real data folder ../shared/data not found"
+# The aux text of the demo's (computer science) domain, see scripts/aux.py.
+CS_AUX = ("CSAbstruct-text", "ACL-ARC-citations-text", "SciCite-text")
 
 
 @pytest.fixture(scope="session")
@@ -86,3 +88,30 @@ def list_tree(path):
 @pytest.fixture
 def tree():
     return list_tree
+
+
+@pytest.fixture
+def project_with_aux(tmp_path, shared_data):
+    """A copy of the project (project.yml, configs, scripts, assets) in ``tmp_path/project``
+    and a data folder whose aux text is the first ``n_lines`` lines of each CS aux file
+    (the demo's domain), for running workflows on a small scale. Call it with ``n_lines``;
+    returns ``(project, data_dir)``."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+
+    def make(n_lines: int):
+        project = tmp_path / "project"
+        project.mkdir()
+        for name in ("project.yml", "configs", "scripts", "assets"):
+            src = root / name
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, project / name)
+        data_dir = tmp_path / "data"
+        for name in CS_AUX:
+            lines = (Path(shared_data) / "aux" / name / "text.txt").read_text(encoding="utf8").splitlines()[:n_lines]
+            (data_dir / "aux" / name).mkdir(parents=True)
+            (data_dir / "aux" / name / "text.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+        return project, data_dir
+
+    return make

@@ -7,7 +7,6 @@ random BERT as the base encoder and a few PFT steps.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,17 +37,8 @@ def test_aux_runs_python_commands_with_its_own_interpreter(tmp_path):
     assert result.stdout.splitlines()[-2:] == [sys.executable, "3"]  # this interpreter, 3 aux files
 
 
-def test_pft_all_workflow_trains_from_the_pft_checkpoint(tmp_path, tiny_bert_dir, shared_data):
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ("project.yml", "configs", "scripts", "assets"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, project / name)
-    data_dir = tmp_path / "data"
-    for name in CS_AUX:
-        lines = (Path(shared_data) / "aux" / name / "text.txt").read_text(encoding="utf8").splitlines()[:150]
-        (data_dir / "aux" / name).mkdir(parents=True)
-        (data_dir / "aux" / name / "text.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+def test_pft_all_workflow_trains_from_the_pft_checkpoint(tmp_path, tiny_bert_dir, project_with_aux):
+    project, data_dir = project_with_aux(150)
     cmd = [sys.executable, "-m", "spacy", "project", "run", "pft_all", str(project),
            "--vars.dataset", "demo", "--vars.data_dir", str(data_dir), "--vars.base_encoder", str(tiny_bert_dir),
            "--vars.encoder", "pft/demo/encoder", "--vars.pft_sentences", "120", "--vars.pft_steps", "4",

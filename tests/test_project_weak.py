@@ -7,7 +7,6 @@ random BERT as the base encoder and a few weak pretraining steps. The demo's dom
 gazetteer, so its weak labels come from the demo's own training entities (weak_type_map auto).
 """
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,6 @@ import spacy
 import srsly
 
 ROOT = Path(__file__).resolve().parent.parent
-CS_AUX = ("CSAbstruct-text", "ACL-ARC-citations-text", "SciCite-text")
 
 
 def _docs(path):
@@ -38,17 +36,8 @@ def test_label_weak_command_reads_no_dev_or_test_file():
         "convert", "label-weak", "pretrain-weak", "export-encoder", "train", "calibrate", "evaluate"]
 
 
-def test_weak_all_workflow_pretrains_exports_and_fine_tunes(tmp_path, tiny_bert_dir, shared_data):
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ("project.yml", "configs", "scripts", "assets"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, project / name)
-    data_dir = tmp_path / "data"
-    for name in CS_AUX:
-        lines = (Path(shared_data) / "aux" / name / "text.txt").read_text(encoding="utf8").splitlines()[:300]
-        (data_dir / "aux" / name).mkdir(parents=True)
-        (data_dir / "aux" / name / "text.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+def test_weak_all_workflow_pretrains_exports_and_fine_tunes(tmp_path, tiny_bert_dir, project_with_aux):
+    project, data_dir = project_with_aux(300)
     encoder = "training/demo-weak/encoder"
     cmd = [sys.executable, "-m", "spacy", "project", "run", "weak_all", str(project),
            "--vars.dataset", "demo", "--vars.data_dir", str(data_dir),
