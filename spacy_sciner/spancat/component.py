@@ -398,3 +398,8 @@ class SciNERSpanCategorizer(TrainablePipe):
             self.cfg["threshold"] = report["threshold"]
         self.cfg["calibration"] = report
         return report
+
+
+# The factory lives in factory.py (which needs the class above); the entry point names it
+# here, where it has always been, so that pipelines and older checkouts keep resolving it.
+from .factory import make_sciner_spancat  # noqa: E402,F401

@@ -10,7 +10,6 @@ from thinc.types import Floats2d, Ragged
 from ..multiprocess import install_fork_guard
 from ..scoring import DEFAULT_SPANS_KEY
 from .candidates import Suggester
-from .component import SciNERSpanCategorizer
 
 default_model_config = """
 [model]
@@ -88,6 +87,8 @@ def make_sciner_spancat(
     scorer: Optional[Callable],
 ) -> "SciNERSpanCategorizer":
     """Create a ``SciNERSpanCategorizer``; see the class for the arguments."""
+    from .component import SciNERSpanCategorizer  # component.py imports this module
+
     # Also for pipelines on spacy-transformers' own architectures: workers of
     # nlp.pipe(n_process > 1) must not inherit torch's OpenMP pool (a deadlock).
     install_fork_guard()
