@@ -1,0 +1,125 @@
+"""benchmarks/fewshot.py: the --smoke run end to end on SciERC (tiny random BERT, 2 steps),
+the fixed samples, the skip rules and the leakage rule of the per-sample weak corpus."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.tokens import DocBin
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import fewshot  # noqa: E402
+import fewshot_parts as parts  # noqa: E402
+
+
+def test_samples_fixed_nested_and_seeded():
+    a = parts.sample_indices(1000, 10, 0)
+    assert a == parts.sample_indices(1000, 10, 0) == sorted(set(a)) and len(a) == 10
+    assert set(a) <= set(parts.sample_indices(1000, 50, 0))  # nested: 10 within 50
+    assert a != parts.sample_indices(1000, 10, 1)
+    assert parts.sample_indices(5, 10, 0) == parts.sample_indices(5, "all", 0) == list(range(5))
+
+
+def test_encoder_skip_and_leakage_rules(tmp_path):
+    (tmp_path / "enc10").mkdir()
+    (tmp_path / "enc10" / "config.json").write_text("{}")
+    weak, pft = parts.RECIPES["weak_fine"], parts.RECIPES["pft"]
+    assert parts.resolve_encoder(pft, {}, "ncbi_disease", 10)[0] is None
+    assert "missing encoder" in parts.resolve_encoder(pft, {}, "ncbi_disease", 10)[1]
+    assert "missing encoder" in parts.resolve_encoder(pft, {"pft": str(tmp_path / "nope")}, "scierc", 10)[1]
+    fixed = {"weak_fine": str(tmp_path / "enc10")}
+    # One weak encoder for every SciERC sample would have seen entities outside the sample.
+    enc, note = parts.resolve_encoder(weak, fixed, "scierc", 10)
+    assert enc is None and "leakage rule" in note
+    assert parts.resolve_encoder(weak, fixed, "ncbi_disease", 10)[0] == str(tmp_path / "enc10")
+    per_sample = {"weak_fine": str(tmp_path / "enc{size}")}
+    assert parts.resolve_encoder(weak, per_sample, "scierc", 10)[0] == str(tmp_path / "enc10")
+    by_dataset = {"weak_fine": {"*": str(tmp_path / "enc10"), "scierc": "{work}/enc{size}"}}
+    assert parts.resolve_encoder(weak, by_dataset, "scierc", 10, tmp_path)[0] == str(tmp_path / "enc10")
+    assert parts.resolve_encoder(weak, by_dataset, "bc5cdr", 50)[0] == str(tmp_path / "enc10")
+    args = fewshot.parse_args(["--weak-fine", "a/{dataset}", "scierc=b/{size}"])
+    assert args.templates["weak_fine"] == {"*": "a/{dataset}", "scierc": "b/{size}"}
+
+
+def test_bad_arguments():
+    with pytest.raises(SystemExit):
+        fewshot.parse_args(["--systems", "nope"])
+    with pytest.raises(SystemExit):
+        fewshot.parse_args(["--sizes", "ten"])
+    with pytest.raises(SystemExit):
+        fewshot.parse_args(["--smoke"])  # needs --encoder
+
+
+def norm(text: str) -> str:
+    """Matching is token-aligned and case-smart: compare without spaces and case."""
+    return "".join(text.split()).lower()
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, shared_data, tiny_bert_dir):
+    """One smoke run (sizes 10 and 20, seed 0, 2 steps) with per-sample weak_fine encoders
+    (here the tiny BERT under size{N}); pft and weak_coarse are not given (skipped)."""
+    work = tmp_path_factory.mktemp("fewshot")
+    for size in (10, 20):
+        (work / "enc").mkdir(exist_ok=True)
+        (work / "enc" / f"size{size}").symlink_to(tiny_bert_dir)
+    argv = ["--smoke", "--encoder", str(tiny_bert_dir), "--weak-fine", str(work / "enc" / "size{size}"),
+            "--work", str(work / "work"), "--results", str(work / "results")]
+    assert fewshot.main(argv) == 0
+    return work, argv
+
+
+def test_smoke_outputs(smoke, capsys):
+    work, argv = smoke
+    results = json.loads((work / "results" / "fewshot.json").read_text())
+    assert set(results) >= {"settings", "runs", "summary", "skipped"}
+    systems = {"spacy_ner_cnn", "minilm", "weak_fine"}
+    assert set(results["runs"]) == {f"scierc/{n}/{s}/seed0" for n in ("10", "20") for s in systems}
+    for size in ("10", "20"):
+        cells = results["summary"]["scierc"][size]
+        assert set(cells) == systems and all(c["n"] == 1 and 0.0 <= c["mean"] <= 1.0 for c in cells.values())
+        assert "missing encoder" in results["skipped"][f"scierc/{size}/pft"]
+        # The same sample for every system: the indices file, its digest in every run.
+        meta = json.loads((work / "work" / "scierc" / "samples" / f"size{size}.json").read_text())
+        assert meta["n"] == int(size) and meta["sha"] == parts.digest(meta["indices"])
+        assert {r["sample_sha"] for r in results["runs"].values() if r["size"] == size} == {meta["sha"]}
+    assert "20 of 275 dev sentences" in results["settings"]["dev_note"]
+    md = (work / "results" / "fewshot.md").read_text()
+    for size in ("10", "20"):
+        for system in systems:
+            assert f"| scierc | {size} | {system} | " in md
+    assert (work / "results" / "fewshot.png").stat().st_size > 0
+    # Resumable: a second call trains nothing.
+    capsys.readouterr()
+    assert fewshot.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "training (" not in out and out.count("done before") == 6
+
+
+def test_weak_inputs_leakage_rule(smoke, shared_data):
+    """The per-sample weak corpus: typed terms only from the sample's own gold entities,
+    labeled text only aux text (never dev/test), candidates mined with the sample only."""
+    work, _ = smoke
+    vocab = spacy.blank("en").vocab
+    corpus = work / "work" / "corpora" / "scierc" / "corpus"
+    all_train = list(DocBin().from_disk(corpus / "train.spacy").get_docs(vocab))
+    eval_text = {d.text.strip() for split in ("dev", "test") for d in DocBin().from_disk(corpus / f"{split}.spacy").get_docs(vocab)}
+    for size in (10, 20):
+        meta = json.loads((work / "work" / "scierc" / "samples" / f"size{size}.json").read_text())
+        inside = {s.text for i in meta["indices"] for s in all_train[i].spans["sc"]}
+        outside = {s.text for i, d in enumerate(all_train) if i not in set(meta["indices"]) for s in d.spans["sc"]} - inside
+        out = work / "work" / "scierc" / "weak_inputs" / f"size{size}"
+        terms = [line.split("\t")[0] for line in (out / "dictionary.tsv").read_text(encoding="utf8").splitlines()]
+        assert terms and set(terms) <= inside and not set(terms) & outside
+        aux = set((out / "weak_text.txt").read_text(encoding="utf8").splitlines())
+        weak_docs = list(DocBin().from_disk(out / "weak.spacy").get_docs(vocab))
+        assert weak_docs and all(d.text.strip() in aux for d in weak_docs)
+        assert not {d.text.strip() for d in weak_docs} & eval_text
+        lowered = {norm(t) for t in inside}
+        typed = [s for d in weak_docs for s in d.spans["weak"] if s.label_ != "ENTITY"]
+        assert typed and all(norm(s.text) in lowered for s in typed)
+        cands = [line.split("\t") for line in (out / "candidates.tsv").read_text(encoding="utf8").splitlines()[1:]]
+        assert all(norm(c[0]) in lowered for c in cands if "dict" in c[1].split(","))
+        assert json.loads((out / "weak_inputs.json").read_text())["sample_sha"] == meta["sha"]
