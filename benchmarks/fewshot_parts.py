@@ -265,7 +265,11 @@ def write_markdown(results: dict, path: Path) -> None:
 
 
 def write_plot(results: dict, path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the [bench] extra; CI installs only [test]
+        print("note: matplotlib not installed (pip install -e '.[bench]'): no PNG written", flush=True)
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -304,8 +304,12 @@ def test_benchmark_script_writes_json_and_png(tmp_path, capsys):
     assert result["docs_in_file"] == 400 and "T_rare" in result["filter_stats"]["rare_types"]
     assert result["types"]["T_rare"]["spans_after_rules"] == 0
     assert sum(v["q_expected"] for v in result["types"].values()) == pytest.approx(1.0, abs=1e-4)
-    pytest.importorskip("matplotlib")
-    assert (tmp_path / "weak_sampling.png").stat().st_size > 1000
+    try:
+        import matplotlib  # noqa: F401  (the [bench] extra, not [test])
+    except ImportError:
+        assert not (tmp_path / "weak_sampling.png").exists()
+    else:
+        assert (tmp_path / "weak_sampling.png").stat().st_size > 1000
     assert weak_sampling.main([str(tmp_path / "missing.spacy"), "--out", str(tmp_path)]) == 1
     assert "missing.spacy" in capsys.readouterr().err
 
