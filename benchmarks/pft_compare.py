@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+from spacy_sciner.pft.stats import format_per_1k
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 VARIANTS = ("none", "mlm_random", "mlm_span+sbo", "mlm_cand+ecb")
@@ -137,7 +139,7 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
         record["pft"] = {"seed": pft_seed, "steps": log["steps"], "wall_s": log["wall_s"], "tokens_per_s": log["tokens_per_s"],
                          "eval_loss_first": log["eval"][0]["loss"] if log["eval"] else None,
                          "eval_loss_last": log["eval"][-1]["loss"] if log["eval"] else None,
-                         "corpus": log["corpus"]}
+                         "corpus": log["corpus"], "masked_per_1k_tokens": log.get("masked_per_1k_tokens", {})}
         encoder = str(pft_dir.resolve())
     train_dir = run_dir / "train"
     if not (train_dir / "model-last" / "meta.json").exists():
@@ -156,8 +158,8 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
              "--training.optimizer.learn_rate.initial_rate", str(args.train_lr), "--gpu-id", str(args.gpu_id)],
             logs / "train.log")
         (run_dir / "train_wall_s.txt").write_text(f"{time.time() - start:.1f}")
-    # model-last by default: the schedule decays to zero at the last step, and spacy train's
-    # model-best is chosen at the uncalibrated threshold 0.5, where a short run scores ~0.
+    # model-last by default: the schedule decays to zero at the last step, and one evaluation
+    # at the end keeps each run short; --select best picks spacy train's best dev checkpoint.
     model = train_dir / f"model-{args.select}"
     if args.calibrate:
         calibrated = run_dir / "model-calibrated"
@@ -200,6 +202,7 @@ def summarize(records: List[Dict]) -> List[Dict]:
             if pft:
                 row["pft_wall_s"] = pft[0]["wall_s"]
                 row["pft_eval_loss"] = [pft[0]["eval_loss_first"], pft[0]["eval_loss_last"]]
+                row["masked_per_1k_tokens"] = pft[0].get("masked_per_1k_tokens", {})
             row["train_wall_s"] = statistics.mean(r["train_wall_s"] or 0 for r in group)
             rows.append(row)
     return rows
@@ -212,8 +215,22 @@ def _shown(value):
     return value
 
 
+def previous_summary(rev: str, out: Path) -> Dict:
+    """``{(data set, variant): mean F}`` from the results JSON committed at ``rev``, or {}."""
+    if not rev:
+        return {}
+    rel = os.path.relpath(out.with_suffix(".json"), ROOT)
+    shown = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=ROOT, capture_output=True, text=True)
+    if shown.returncode != 0:
+        return {}
+    return {(r["dataset"], r["variant"]): r["f"] for r in json.loads(shown.stdout)["summary"]}
+
+
 def write_results(records: List[Dict], rows: List[Dict], args, out: Path) -> None:
     settings = {k: _shown(v) for k, v in vars(args).items()}
+    before = previous_summary(args.before_rev, out)
+    for row in rows:
+        row["f_before"] = before.get((row["dataset"], row["variant"]))
     (out.with_suffix(".json")).write_text(json.dumps({"settings": settings, "runs": records, "summary": rows}, indent=2))
     md = [f"# PFT comparison ({'SMOKE: tiny slices, numbers meaningless' if args.smoke else 'full'})", "",
           f"Encoder `{_shown(args.encoder)}`; PFT {args.pft_steps} steps x batch {args.pft_batch_size} on "
@@ -223,17 +240,21 @@ def write_results(records: List[Dict], rows: List[Dict], args, out: Path) -> Non
           f"PFT: {'one run per fine-tuning seed' if args.pft_per_seed else f'one run per variant (seed {args.pft_seed}), shared by all fine-tuning seeds'}. "
           f"Data: train {args.limit_train or 'all'} / dev {args.limit_dev or 'all'} / test {args.limit_test or 'all'} "
           f"first docs of each split. ΔF: F minus `none` F with the same seed (mean ± std); "
-          f"wins: seeds where the variant beats `none`.", "",
-          "| data set | variant | seeds | P | R | F | ΔF vs none | wins | PFT held-out loss | PFT s | train s |",
-          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+          f"wins: seeds where the variant beats `none`. F at {args.before_rev or '-'}: the mean F this "
+          f"script committed at that revision (same protocol, older code). Masked per 1k: pieces each PFT "
+          f"objective predicted per 1,000 input pieces over the whole run.", "",
+          f"| data set | variant | seeds | P | R | F | F at {args.before_rev or '-'} | ΔF vs none | wins | masked per 1k | PFT held-out loss | PFT s | train s |",
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
     for r in rows:
         delta = f"{r['delta_f']:+.2f} ± {r['delta_f_std']:.2f}" if "delta_f" in r else ""
         wins = f"{r['wins']}/{len(r['seeds'])}" if "wins" in r else ""
         loss = r.get("pft_eval_loss")
         loss = f"{loss[0]:.2f} → {loss[1]:.2f}" if loss and None not in loss else ""
+        old = f"{r['f_before']:.2f}" if r.get("f_before") is not None else "—"
+        masked = format_per_1k(r.get("masked_per_1k_tokens", {})) if "masked_per_1k_tokens" in r else ""
         md.append(f"| {r['dataset']} | {r['variant']} | {len(r['seeds'])} | {r['p']:.2f} ± {r['p_std']:.2f} | "
-                  f"{r['r']:.2f} ± {r['r_std']:.2f} | {r['f']:.2f} ± {r['f_std']:.2f} | {delta} | {wins} | "
-                  f"{loss} | {r.get('pft_wall_s', 0):.0f} | {r['train_wall_s']:.0f} |")
+                  f"{r['r']:.2f} ± {r['r_std']:.2f} | {r['f']:.2f} ± {r['f_std']:.2f} | {old} | {delta} | {wins} | "
+                  f"{masked} | {loss} | {r.get('pft_wall_s', 0):.0f} | {r['train_wall_s']:.0f} |")
     try:
         import matplotlib
 
@@ -291,6 +312,7 @@ def main() -> None:
     parser.add_argument("--aux-lines", type=int, default=0, help="first N lines of each aux file (0 = all)")
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--before-rev", default="d607b8c", help="git revision whose committed results give the 'F at' column ('' = none)")
     parser.add_argument("--smoke", action="store_true", help="tiny slices and steps; results go to *_smoke.*")
     args = parser.parse_args()
     if args.smoke:

@@ -1,6 +1,7 @@
 """The PFT comparison's summary: mean ± std over seeds and paired per-seed differences."""
 import importlib.util
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -58,3 +59,22 @@ def test_train_steps_follow_words_and_epochs(compare, tmp_path):
     assert compare.train_steps(tmp_path / "train.spacy", Args) == 30
     Args.train_max_steps = 7
     assert compare.train_steps(tmp_path / "train.spacy", Args) == 7
+
+
+def test_report_shows_masking_rates_and_the_earlier_f(compare, tmp_path, monkeypatch):
+    records = [_run("none", 0, 0.40), _run("mlm_cand+ecb", 0, 0.42)]
+    records[1]["pft"]["masked_per_1k_tokens"] = {"mlm_cand": 91.25, "ecb": 40.0}
+    monkeypatch.setattr(compare, "previous_summary", lambda rev, out: {("scierc", "none"): 30.27})
+
+    args = SimpleNamespace(
+        smoke=False, encoder="enc", pft_steps=300, pft_batch_size=16, pft_sentences=5000, train_epochs=6,
+        train_max_steps=0, seeds=[0], select="last", calibrate=True, score_key="spans_sc", pft_per_seed=False,
+        pft_seed=0, limit_train=600, limit_dev=300, limit_test=800, before_rev="d607b8c")
+    compare.write_results(records, compare.summarize(records), args, tmp_path / "cmp")
+    lines = (tmp_path / "cmp.md").read_text().splitlines()
+    assert "F at d607b8c" in next(line for line in lines if line.startswith("| data set"))
+    none_row = next(line for line in lines if "| none |" in line)
+    cand_row = next(line for line in lines if "| mlm_cand+ecb |" in line)
+    assert "| 30.27 |" in none_row
+    assert "| — |" in cand_row  # no earlier result for this variant
+    assert "mlm_cand 91.2, ecb 40.0" in cand_row
