@@ -315,7 +315,10 @@ def write_markdown(results: dict, path: Path) -> None:
     if results.get("missing"):
         lines += ["", f"Not finished in time (no result): {', '.join(results['missing'])}."]
     for ds, sp in results.get("speed", {}).items():
-        lines += ["", f"Inference on {sp['sentences']} sentences / {sp['words']} words ({ds}), median of {sp['rounds']} interleaved rounds:", "",
+        load = (f" Load average at start / end of the speed run: {sp['load_start']:.1f} / {sp['load_end']:.1f}."
+                if "load_start" in sp else "")
+        lines += ["", f"Inference on {sp['sentences']} sentences / {sp['words']} words ({ds}), batch size 64, one process (torch on both cores), "
+                  f"median of {sp['rounds']} interleaved rounds after a warm-up pass of each pipeline.{load}", "",
                   "| pipeline | words/s | ratio vs transformer |", "|---|---:|---:|"]
         for name, r in sp["words_per_s"].items():
             lines.append(f"| {name} | {r['median']:.0f} | {r['ratio_vs_transformer']:.2f} |")
@@ -379,7 +382,10 @@ def main() -> None:
             print(f"[{ds}/{system}] {json.dumps(results['accuracy'][ds][system])}", flush=True)
             (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
     if args.speed_only:
-        (args.results / "spancat_speed.json").write_text(json.dumps(speed(args.speed_dataset, args.work, args.speed_sentences, args.speed_rounds), indent=2))
+        load_start = os.getloadavg()[0]
+        measured = speed(args.speed_dataset, args.work, args.speed_sentences, args.speed_rounds)
+        measured.update(load_start=load_start, load_end=os.getloadavg()[0])
+        (args.results / "spancat_speed.json").write_text(json.dumps(measured, indent=2))
         print((args.results / "spancat_speed.json").read_text())
         return
     if not args.skip_speed:
@@ -401,6 +407,9 @@ def report_only(args) -> None:
     results["missing"] = [f"{ds}/{system}" for ds in args.datasets for system in args.systems
                           if system not in results["accuracy"].get(ds, {})]
     results.setdefault("load_end", os.getloadavg()[0])  # now: the run has not ended
+    speed_file = args.results / "spancat_speed.json"
+    if not results.get("speed") and speed_file.exists():  # measured separately with --speed-only
+        results["speed"] = {args.speed_dataset: json.loads(speed_file.read_text())}
     (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
     write_markdown(results, args.results / "spancat.md")
     print((args.results / "spancat.md").read_text())
