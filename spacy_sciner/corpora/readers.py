@@ -11,7 +11,7 @@ gold annotation; ``Example.predicted`` is a fresh Doc with the same words and sp
 nothing else, so gold never reaches a component's input.
 """
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Optional
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -79,3 +79,49 @@ def create_brat_reader(
     return GoldCorpus(
         path, "brat", limit=limit, spans_key=spans_key, discontinuous=discontinuous, doc_unit=doc_unit
     )
+
+
+class TextLines:
+    """Unlabeled text, one sentence or document per line, as Examples for ``spacy pretrain``.
+
+    Like spaCy's ``JsonlCorpus`` but over the plain text files ``mine`` and ``train-vectors``
+    read, so the domain's aux text needs no conversion. Lines are cleaned as ``mine`` cleans
+    them (invalid UTF-8 and control characters replaced; empty lines skipped).
+
+    path (Path): A text file.
+    min_length (int): Skip docs with fewer tokens; 0 for no limit.
+    max_length (int): Skip docs with more tokens; 0 for no limit.
+    limit (int): Stop after this many docs; 0 for no limit.
+    """
+
+    def __init__(self, path: Optional[Path], *, min_length: int = 0, max_length: int = 0, limit: int = 0) -> None:
+        self.path = Path(path) if path is not None else None
+        self.min_length = min_length
+        self.max_length = max_length
+        self.limit = limit
+
+    def __call__(self, nlp: Language) -> Iterator[Example]:
+        from ..mining.text import read_documents
+
+        if self.path is None or not self.path.is_file():
+            raise ValueError(f"spacy-sciner.TextLines.v1: text file not found: {self.path} (set paths.raw_text)")
+        texts = (text for lines in read_documents([str(self.path)]) for _, _, text in lines)
+        count = 0
+        for doc in nlp.tokenizer.pipe(texts, batch_size=1000):
+            if self.min_length and len(doc) < self.min_length:
+                continue
+            if self.max_length and len(doc) > self.max_length:
+                continue
+            yield Example(doc, doc)
+            count += 1
+            if self.limit and count >= self.limit:
+                break
+
+
+def create_text_lines_reader(
+    path: Optional[Path], min_length: int = 5, max_length: int = 500, limit: int = 0
+) -> Reader:
+    """Plain text lines for ``spacy pretrain`` (``[corpora.pretrain]``); the token-length
+    bounds default to ``spacy.JsonlCorpus.v1``'s. ``path`` may be null (``paths.raw_text``
+    unset) for ``spacy train``, which resolves every corpus but never reads this one."""
+    return TextLines(path, min_length=min_length, max_length=max_length, limit=limit)

@@ -1,0 +1,103 @@
+"""`spacy train` (or `spacy pretrain`) with the project's settings, each passed only where the config has it.
+
+    python scripts/train.py CONFIG OUTPUT --train T --dev D [--encoder E] [--vectors DIR]
+        [--init-tok2vec FILE] [--seed S] [--max-epochs N] [--eval-frequency F]
+        [--warmup-steps W] [--gpu-id G] [-- extra spacy train overrides]
+    python scripts/train.py CONFIG OUTPUT --pretrain RAW_TEXT [--vectors DIR] [--max-epochs N]
+
+project.yml's `train` step runs it so that one command trains every config of `configs/`:
+the encoder goes to `components.transformer.model.name` and the warm-up to the learning-rate
+schedule only if the config has them (the CNN config has neither); `--vectors` (a folder from
+`sciner train-vectors`) switches on the tok2vec's static vectors and `--init-tok2vec` loads
+`spacy pretrain` weights, both refused with a clear message on a config without a `tok2vec`
+component. Empty strings mean "not given", so project variables can default to "".
+With `--pretrain RAW_TEXT` it runs `spacy pretrain` instead, with the same `--vectors`
+(`--init-tok2vec` weights load only into the same tok2vec, static vectors included).
+"""
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from spacy.util import load_config
+
+
+def pretrain_overrides(config, args) -> list:
+    """The overrides of `spacy pretrain` for ``config``: raw text, epochs, seed, vectors."""
+    if "pretraining" not in config or not config["pretraining"]:
+        sys.exit(f"{args.config} has no [pretraining] block (configs/sciner_spancat_cnn.cfg has one)")
+    if not Path(args.pretrain).is_file():
+        sys.exit(f"--pretrain {args.pretrain}: text file not found (the aux-text step writes it)")
+    return ["--paths.raw_text", args.pretrain, "--pretraining.max_epochs", str(args.max_epochs),
+            "--system.seed", str(args.seed), *vector_overrides(config, args)]
+
+
+def vector_overrides(config, args) -> list:
+    """Static vectors into the tok2vec's MultiHashEmbed, or [] without ``--vectors``."""
+    if not args.vectors:
+        return []
+    embed = config.get("components", {}).get("tok2vec", {}).get("model", {}).get("embed", {})
+    if "include_static_vectors" not in embed:
+        sys.exit(f"--vectors {args.vectors}: {args.config} has no tok2vec with include_static_vectors "
+                 f"(static vectors go into a tok2vec component: configs/sciner_spancat_cnn.cfg)")
+    if not (Path(args.vectors) / "vocab" / "vectors").exists():
+        sys.exit(f"--vectors {args.vectors}: not a vectors pipeline folder (make one with `sciner train-vectors`)")
+    return ["--paths.vectors", args.vectors, "--components.tok2vec.model.embed.include_static_vectors", "true"]
+
+
+def overrides_for(config, args) -> list:
+    """The `--section.key value` overrides of `spacy train` that apply to ``config``."""
+    components = config.get("components", {})
+    if not (args.train and args.dev):
+        sys.exit("--train and --dev are required (except with --pretrain)")
+    out = ["--paths.train", args.train, "--paths.dev", args.dev, "--system.seed", str(args.seed),
+           "--training.max_epochs", str(args.max_epochs), "--training.eval_frequency", str(args.eval_frequency)]
+    if args.encoder and "transformer" in components:
+        out += ["--components.transformer.model.name", args.encoder]
+    schedule = config["training"]["optimizer"].get("learn_rate")
+    if args.warmup_steps and isinstance(schedule, dict) and "warmup_steps" in schedule:
+        out += ["--training.optimizer.learn_rate.warmup_steps", str(args.warmup_steps)]
+    out += vector_overrides(config, args)
+    if args.init_tok2vec:
+        if "tok2vec" not in components:
+            sys.exit(f"--init-tok2vec {args.init_tok2vec}: {args.config} has no tok2vec component to load it into")
+        if not Path(args.init_tok2vec).is_file():
+            sys.exit(f"--init-tok2vec {args.init_tok2vec}: file not found (spacy pretrain writes OUT/model<epoch>.bin)")
+        out += ["--paths.init_tok2vec", args.init_tok2vec]
+    return out
+
+
+def main(argv) -> int:
+    extra = []
+    if "--" in argv:
+        argv, extra = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("config")
+    p.add_argument("output")
+    p.add_argument("--train", default="")
+    p.add_argument("--dev", default="")
+    p.add_argument("--pretrain", default="", help="raw text file: run spacy pretrain instead of spacy train")
+    p.add_argument("--encoder", default="")
+    p.add_argument("--vectors", default="")
+    p.add_argument("--init-tok2vec", default="")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-epochs", type=int, default=15)
+    p.add_argument("--eval-frequency", type=int, default=200)
+    p.add_argument("--warmup-steps", type=int, default=0)
+    p.add_argument("--gpu-id", type=int, default=-1)
+    args = p.parse_args(argv)
+    if not Path(args.config).is_file():
+        sys.exit(f"config not found: {args.config}")
+    config = load_config(args.config, interpolate=False)
+    if args.pretrain:
+        cmd = [sys.executable, "-m", "spacy", "pretrain", args.config, args.output,
+               *pretrain_overrides(config, args), "--gpu-id", str(args.gpu_id), *extra]
+    else:
+        cmd = [sys.executable, "-m", "spacy", "train", args.config, "--output", args.output,
+               *overrides_for(config, args), "--gpu-id", str(args.gpu_id), *extra]
+    print("$ " + " ".join(cmd[1:]), flush=True)
+    return subprocess.call(cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

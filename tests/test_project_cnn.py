@@ -1,0 +1,67 @@
+"""The project's `cnn_all` workflow (CNN side with domain pretraining), reduced, and the
+`scripts/train.py` wrapper that lets one `train` step run every config of configs/."""
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+import srsly
+from spacy.util import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import train as train_script  # noqa: E402
+
+
+def _args(**kw):
+    base = dict(config="c.cfg", train="t.spacy", dev="d.spacy", seed=0, max_epochs=3, eval_frequency=5,
+                encoder="enc", warmup_steps=10, vectors="", init_tok2vec="", pretrain="")
+    return argparse.Namespace(**{**base, **kw})
+
+
+def _config(name):
+    return load_config(ROOT / "configs" / f"{name}.cfg", interpolate=False)
+
+
+def test_train_overrides_follow_the_config():
+    trf = train_script.overrides_for(_config("sciner_spancat"), _args())
+    assert "--components.transformer.model.name" in trf and "--training.optimizer.learn_rate.warmup_steps" in trf
+    cnn = train_script.overrides_for(_config("sciner_spancat_cnn"), _args())
+    # no transformer, a constant learning rate: neither override may reach spacy train
+    assert "--components.transformer.model.name" not in cnn
+    assert "--training.optimizer.learn_rate.warmup_steps" not in cnn
+    assert cnn[:4] == ["--paths.train", "t.spacy", "--paths.dev", "d.spacy"]
+
+
+def test_vectors_and_init_tok2vec_are_checked_before_training(tmp_path):
+    with pytest.raises(SystemExit, match="no tok2vec with include_static_vectors"):
+        train_script.overrides_for(_config("sciner_spancat"), _args(vectors=str(tmp_path)))
+    with pytest.raises(SystemExit, match="not a vectors pipeline folder"):
+        train_script.overrides_for(_config("sciner_spancat_cnn"), _args(vectors=str(tmp_path)))
+    with pytest.raises(SystemExit, match="file not found"):
+        train_script.overrides_for(_config("sciner_spancat_cnn"), _args(init_tok2vec=str(tmp_path / "model4.bin")))
+    with pytest.raises(SystemExit, match="no \\[pretraining\\] block"):
+        train_script.pretrain_overrides(_config("sciner_spancat"), _args(pretrain=str(tmp_path / "aux.txt")))
+
+
+def test_cnn_all_workflow_pretrains_and_trains_from_both(project_with_aux):
+    project, data_dir = project_with_aux(200)
+    cmd = [sys.executable, "-m", "spacy", "project", "run", "cnn_all", str(project),
+           "--vars.dataset", "demo", "--vars.data_dir", str(data_dir), "--vars.config", "sciner_spancat_cnn",
+           "--vars.vectors", "vectors/demo", "--vars.init_tok2vec", "pretrain/demo/model0.bin",
+           "--vars.vectors_dim", "16", "--vars.vectors_epochs", "1", "--vars.pretrain_epochs", "1",
+           "--vars.max_epochs", "1", "--vars.eval_frequency", "5"]
+    result = subprocess.run(cmd, capture_output=True, text=True, cwd=project, timeout=1200)
+    assert result.returncode == 0, (result.stdout[-4000:], result.stderr[-4000:])
+    assert len((project / "corpus" / "demo" / "aux.txt").read_text().splitlines()) == 600  # 3 CS files x 200
+    log = srsly.read_json(project / "vectors" / "demo" / "vectors_log.json")
+    assert log["lines"] == 600 and log["table_shape"] == [50000, 16]
+    assert (project / "pretrain" / "demo" / "model0.bin").exists()
+    nlp = spacy.load(project / "training" / "demo" / "model-calibrated")
+    assert "transformer" not in nlp.pipe_names and nlp.vocab.vectors.shape == (50000, 16)
+    metrics = srsly.read_json(project / "metrics" / "demo.json")
+    assert "spans_sc_f" in metrics
+    # the pretrain step also took the vectors (the tok2vec it pretrains must match the trained one)
+    assert "--paths.vectors vectors/demo" in result.stdout
