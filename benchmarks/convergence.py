@@ -30,6 +30,10 @@ Time marks (--marks, default 15 30 60 minutes of training-loop time): dev F reac
 mark, and the test F of the best checkpoint at that moment (snapshotted during training,
 calibrated and evaluated like model-best).
 
+Domain pretraining of the CNN side (``*_floret``, ``*_pretrain`` systems): floret vectors and
+``spacy pretrain`` weights built once per data set from its aux text (convergence_assets.py,
+cached under STATE/assets with their build times in assets.json) and given to the first segment.
+
 One background job at a time on the 2-core machine; repeat a command until its runs say
 converged (each call continues the stopped ones), commit benchmarks/results/convergence.*:
 
@@ -49,6 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spancat_bench  # noqa: E402  (prepare, evaluate, tune_spancat_threshold, model_dir)
+import convergence_assets  # noqa: E402  (floret vectors, spacy pretrain weights)
 from spacy.util import registry  # noqa: E402
 
 ROOT = spancat_bench.ROOT
@@ -61,6 +66,11 @@ SYSTEMS = {
     "sciner_spancat": ("configs/sciner_spancat.cfg", True),
     "sciner_spancat_cnn": ("configs/sciner_spancat_cnn.cfg", False),
     "sciner_spancat_hybrid": ("configs/sciner_spancat_hybrid.cfg", True),
+    # Domain pretraining of the CNN side (convergence_assets.py): floret vectors and/or spacy pretrain.
+    "spacy_ner_cnn_floret": ("configs/spacy_ner_cnn.cfg", False),
+    "sciner_spancat_cnn_floret": ("configs/sciner_spancat_cnn.cfg", False),
+    "sciner_spancat_cnn_pretrain": ("configs/sciner_spancat_cnn.cfg", False),
+    "sciner_spancat_cnn_floret_pretrain": ("configs/sciner_spancat_cnn.cfg", False),
 }
 # Steps between dev evaluations: (transformer systems, CNN systems). Transformer: about two
 # evaluations per epoch at 500-word batches (SciERC ~1.9k train sentences, BioNLP13CG
@@ -275,6 +285,13 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
         cfg["components"]["transformer"]["model"]["name"] = st["encoder"]
     elif args.smoke:  # a small CNN for the smoke test
         cfg["components"]["tok2vec"]["model"]["encode"].update({"width": 32, "depth": 1})
+    domain = convergence_assets.overrides(run.system, run.dataset, config_path, args.state, spancat_bench.DATA, args.smoke)
+    if "vectors" in domain:  # every segment: [initialize] loads them into the vocab
+        cfg["paths"]["vectors"] = domain["vectors"]
+        if not offset:
+            cfg["components"]["tok2vec"]["model"]["embed"]["include_static_vectors"] = True
+    if "init_tok2vec" in domain and not offset:  # a continued segment has its own trained weights
+        cfg["paths"]["init_tok2vec"] = domain["init_tok2vec"]
     out = seg_dir / "config.cfg"
     cfg.to_disk(out)
     return out

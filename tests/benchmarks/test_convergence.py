@@ -96,6 +96,30 @@ def test_budget_stop_resume_and_merge(tmp_path, run):
     assert "elsewhere/spacy_ner/seed0" in runs  # merged, not overwritten
 
 
+def test_domain_pretrained_cnn_uses_vectors_and_pretrained_weights(tmp_path, run, shared_data):
+    """floret vectors and spacy pretrain weights (built from aux text, cached in the state dir)
+    reach the first segment; a continued segment sources its own weights instead."""
+    import spacy
+
+    state, results = tmp_path / "state", tmp_path / "results"
+    system = "sciner_spancat_cnn_floret_pretrain"
+    common = ["--smoke", "--state", state, "--results", results, "--systems", system, "--eval-frequency", "3",
+              "--no-evaluate"]
+    run(*common, "--max-minutes", "0.001")
+    assets = state / "assets" / "demo"
+    assert len((assets / "aux.txt").read_text().splitlines()) == 300
+    weights = assets / "pretrain-sciner_spancat_cnn-floret" / "model0.bin"
+    assert weights.exists() and set(json.loads((assets / "assets.json").read_text())) == {
+        "vectors_s", "pretrain-sciner_spancat_cnn-floret_s"}
+    seg0 = (state / "runs" / "demo" / f"{system}-seed0" / "segment-0" / "config.cfg").read_text()
+    assert f"init_tok2vec = \"{weights}\"" in seg0 and "include_static_vectors = true" in seg0
+    nlp = spacy.load(state / "runs" / "demo" / f"{system}-seed0" / "model-last")
+    assert nlp.vocab.vectors.mode == "floret" and nlp.vocab.vectors.shape == (50000, 16)
+    run(*common, "--patience-evals", "1")
+    seg1 = (state / "runs" / "demo" / f"{system}-seed0" / "segment-1" / "config.cfg").read_text()
+    assert "init_tok2vec = null" in seg1 and f"vectors = \"{assets / 'vectors'}\"" in seg1
+
+
 def test_bad_arguments_fail_in_one_line(tmp_path, run):
     for args, needle in [(["--systems", "nope"], "unknown system 'nope'"),
                          (["--datasets", "nope"], "unknown dataset 'nope'"),
