@@ -1,0 +1,144 @@
+"""Results of benchmarks/convergence.py: per-run summaries, convergence.{json,md,png}.
+
+Rewritten after every run from the run manifests in the state dir, merged with the runs
+already in the JSON (so results of other machines or sessions are kept).
+"""
+import json
+import os
+import time
+from pathlib import Path
+
+
+def summarize(m: dict, marks: list) -> dict:
+    curve, best = m.get("curve") or [], m.get("best")
+    reached = {}
+    for minutes in marks:
+        upto = [p["score"] or 0.0 for p in curve if p["seconds"] <= minutes * 60]
+        last = curve[-1]["seconds"] if curve else 0
+        # None: the run has not been trained that long (and did not converge before).
+        reached[f"{minutes:g}"] = max(upto) if upto and (last >= minutes * 60 or m.get("status") in ("converged", "max steps")) else None
+    ev = m.get("evaluation") or {}
+    segs = m.get("segments") or []
+    return {
+        "status": m.get("status"), "segments": len(segs), "evals": len(curve),
+        "best_dev_f": best["score"] if best else None, "best_step": best["step"] if best else None,
+        "best_seconds": best["seconds"] if best else None,
+        "last_step": curve[-1]["step"] if curve else None,
+        "train_seconds": curve[-1]["seconds"] if curve else 0.0,
+        "wall_seconds": round(sum(s.get("wall_seconds", 0) for s in segs), 1),
+        "load_avg": [[s.get("load_start"), s.get("load_end")] for s in segs],
+        "dev_f_at_minutes": reached,
+        "test_spans_f": ev.get("spans_f"), "test_ents_f": ev.get("ents_f"),
+        "test_spans_f_at_minutes": {k: (ev.get("spans_f") if v.get("evaluation") == "final" else (v.get("evaluation") or {}).get("spans_f"))
+                                    for k, v in (m.get("marks") or {}).items()},
+        "resume_checks": m.get("resume_checks") or [],
+    }
+
+
+def write_results(state: Path, results_dir: Path, args) -> Path:
+    """Rebuild convergence.{json,md,png} from every run in the state dir + the runs already
+    in the JSON (so that runs from other machines or lost state stay)."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / "convergence.json"
+    runs = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
+    for manifest in sorted((state / "runs").glob("*/*/manifest.json")):
+        m = json.loads(manifest.read_text())
+        runs[f"{m['dataset']}/{m['system']}/seed{m['seed']}"] = m
+    for key, m in runs.items():  # summaries of merged runs too (marks may have changed)
+        m["summary"] = summarize(m, args.marks)
+    results = {"machine": f"{os.cpu_count()} CPU cores", "marks_minutes": args.marks, "smoke": args.smoke,
+               "encoder": args.encoder if not args.smoke else "tiny random BERT (smoke)",
+               "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": runs}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(portable(json.dumps(results, indent=1)))
+    tmp.replace(path)
+    write_markdown(results, results_dir / "convergence.md")
+    write_plots(results, results_dir)
+    return path
+
+
+def portable(text: str) -> str:
+    """Committed results name no machine's folders: the checkout becomes relative, home "~"."""
+    root = str(Path(__file__).resolve().parent.parent)
+    return text.replace(root + "/", "").replace(str(Path.home()), "~")
+
+
+def pct(x):
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def write_markdown(results: dict, path: Path) -> None:
+    marks = results["marks_minutes"]
+    lines = [f"# Learning curves to convergence ({results['encoder']}; {results['machine']})", "",
+             "Dev F (the system's spaCy score: spans_sc_f or ents_f) against updates and training-loop wall time; "
+             "test span F of the best dev checkpoint after the dev-chosen decision rule. `dev / test F @ N min`: best dev F "
+             "among evaluations within N minutes of training, and the test span F of that checkpoint (— : not trained that "
+             "long, or not evaluated). Load average: 1-min at start/end of each segment.", "",
+             "| dataset | system | seed | status | segments | best dev F | at step | at min | test span F | test ents F | "
+             + " | ".join(f"dev / test F @ {m:g} min" for m in marks) + " | train min | load avg | resume check |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(marks) + "---:|---|---|"]
+    for key, r in sorted(results["runs"].items()):
+        s = r["summary"]
+        checks = ", ".join("ok" if c["equal"] else f"{c['saved_score']:.4f}≠{c['first_eval']:.4f}" for c in s["resume_checks"]) or "—"
+        best_min = "—" if s["best_seconds"] is None else f"{s['best_seconds'] / 60:.1f}"
+        loads = "; ".join(f"{a:.1f}/{b:.1f}" for a, b in s["load_avg"] if a is not None and b is not None)
+        lines.append(
+            f"| {r['dataset']} | {r['system']} | {r['seed']} | {s['status']} | {s['segments']} | {pct(s['best_dev_f'])} | "
+            f"{s['best_step'] if s['best_step'] is not None else '—'} | "
+            f"{best_min} | "
+            f"{pct(s['test_spans_f'])} | {pct(s['test_ents_f'])} | "
+            + " | ".join(f"{pct(s['dev_f_at_minutes'].get(f'{m:g}'))} / {pct(s.get('test_spans_f_at_minutes', {}).get(f'{m:g}'))}" for m in marks)
+            + f" | {s['train_seconds'] / 60:.1f} | {loads} | {checks} |")
+    for ds in sorted({r["dataset"] for r in results["runs"].values()}):
+        lines += ["", f"![{ds}](convergence_{ds}.png)"]
+    lines += ["", "## What ran", "",
+              "Each segment is one `spacy train` of the run's config (saved beside it in the state dir) with these "
+              "settings; a continued segment sources every component from the previous model-last (fresh Adam "
+              "moments, the data order restarts; schedules shifted by the steps done)."]
+    for key, r in sorted(results["runs"].items()):
+        lines += ["", f"- `{key}`: {json.dumps(r.get('settings', {}))}"]
+        for seg in r.get("segments") or []:
+            lines.append(f"  - segment {seg['index']} from {seg['from']} at step {seg['step_offset']}, started "
+                         f"{seg.get('started', '?')}: {seg.get('stop', '?')} after {seg.get('wall_seconds', 0) / 60:.1f} min wall "
+                         f"({seg.get('evals', 0)} new evaluations, budget {str(seg['budget_minutes']) + ' min' if seg.get('budget_minutes') else 'none'}, "
+                         f"load {seg.get('load_start', 0):.1f} -> {seg.get('load_end') or 0:.1f})")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_plots(results: dict, results_dir: Path) -> None:
+    try:
+        import matplotlib
+    except ImportError:  # the [bench] extra; the JSON and Markdown are written anyway
+        print("note: matplotlib not installed (pip install -e '.[bench]'): no PNG written", flush=True)
+        return
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = sorted({r["dataset"] for r in results["runs"].values()})
+    if not datasets:
+        return
+    grid, axes_grid = plt.subplots(len(datasets), 2, figsize=(12, 4 * len(datasets)), squeeze=False)
+    for row, ds in enumerate(datasets):
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+        for target in (axes, axes_grid[row]):
+            for key, r in sorted(results["runs"].items()):
+                if r["dataset"] != ds or not r["curve"]:
+                    continue
+                label = f"{r['system']} (seed {r['seed']}, {r['status']})"
+                ys = [100 * (p["score"] or 0.0) for p in r["curve"]]
+                target[0].plot([p["step"] for p in r["curve"]], ys, marker=".", label=label)
+                target[1].plot([p["seconds"] / 60 for p in r["curve"]], ys, marker=".", label=label)
+            target[0].set_xlabel("updates")
+            target[1].set_xlabel("training wall time (min)")
+            for ax in target:
+                ax.set_ylabel(f"{ds} dev F")
+                ax.grid(alpha=0.3)
+            if target[0].get_lines():
+                target[0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(results_dir / f"convergence_{ds}.png", dpi=100)
+        plt.close(fig)
+    grid.tight_layout()
+    grid.savefig(results_dir / "convergence.png", dpi=100)
+    plt.close(grid)
