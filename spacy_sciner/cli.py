@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "spacy_sciner.inspect_cli",
     "spacy_sciner.weak.cli",
     "spacy_sciner.weak.export",
+    "spacy_sciner.weak.config",
     "spacy_sciner.tok2vec.cli",
 )
 for _module in COMMAND_MODULES:
