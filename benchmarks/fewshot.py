@@ -13,8 +13,11 @@ spans; the CNN ner's doc.ents are scored the same way).
 
 Systems: spacy_ner_cnn (configs/spacy_ner_cnn.cfg), minilm (sciner_spancat on sciner-minilm),
 pft (--pft: the pft_all workflow's encoder), weak_fine / weak_coarse (--weak-fine /
---weak-coarse: weak_all's export-encoder). Encoder paths may hold {dataset} and {size}; a
-system whose encoder is not given or not found is skipped with a 'missing encoder' note.
+--weak-coarse: weak_all's export-encoder), cnn (sciner_spancat on the CNN tok2vec, no
+transformer) and cnn_weak (--cnn-weak: its tok2vec weights pretrained on the weak labels,
+`sciner weak-config` + `export-tok2vec`, loaded with --paths.init_tok2vec). Encoder paths may
+hold {dataset} and {size}; a system whose encoder is not given or not found is skipped with a
+'missing encoder' note.
 SciERC has no gazetteer: its weak labels come from training entities, so its weak encoders
 must be pretrained per sample (path with {size}); the script builds each sample's weak corpus
 (the sample's own entities + candidates mined from CS aux text with the sample only) under
@@ -137,8 +140,11 @@ def train_run(ds: str, size: str, recipe, seed: int, encoder, sample: dict, eval
                 "--training.optimizer.learn_rate.warmup_steps", str(max(1, steps // 10)),
                 "--training.optimizer.learn_rate.initial_rate", str(args.lr),
                 "--components.transformer.model.name", str(encoder)]
-    elif args.smoke:  # a small CNN for the smoke test
-        cmd += ["--components.tok2vec.model.encode.width", "32", "--components.tok2vec.model.encode.depth", "1"]
+    else:
+        if encoder:  # weak-pretrained tok2vec weights (cnn_weak)
+            cmd += ["--paths.init_tok2vec", str(encoder)]
+        if args.smoke:  # a small CNN for the smoke test
+            cmd += ["--components.tok2vec.model.encode.width", "32", "--components.tok2vec.model.encode.depth", "1"]
     run.mkdir(parents=True, exist_ok=True)
     env = convergence.train_env(args)
     start = time.time()
@@ -147,7 +153,7 @@ def train_run(ds: str, size: str, recipe, seed: int, encoder, sample: dict, eval
     if rc:
         raise RuntimeError(f"spacy train failed (rc {rc}), see {run / 'train.log'}")
     info = {"train_seconds": round(time.time() - start, 1), "steps": steps, "eval_frequency": ef,
-            "encoder": encoder if recipe.transformer else None}
+            "encoder": encoder or None}
     model = run / "model-best"
     if recipe.kind == "sciner":
         cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(model), str(evalc / "dev.spacy"),
@@ -219,7 +225,7 @@ def main(argv=None) -> int:
                 for seed in args.seeds:
                     n += 1
                     key = f"{ds}/{size}/{system}/seed{seed}"
-                    if recipe.transformer and encoder is None:
+                    if encoder is None and (recipe.transformer or recipe.encoder_option):
                         skipped[f"{ds}/{size}/{system}"] = note
                         print(f"[{n}/{todo}] {key}: skipped ({note})", flush=True)
                         continue

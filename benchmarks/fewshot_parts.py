@@ -57,6 +57,11 @@ register(Recipe("weak_fine", "configs/sciner_spancat.cfg", "sciner", True, encod
                 help="weak_all's export-encoder, fine types, e.g. training/{dataset}-weak/encoder"))
 register(Recipe("weak_coarse", "configs/sciner_spancat.cfg", "sciner", True, encoder_option="weak_coarse", weak=True,
                 help="weak_all's export-encoder, coarse types (--vars.weak_granularity coarse)"))
+register(Recipe("cnn", "configs/sciner_spancat_cnn.cfg", "sciner", False, help="sciner_spancat on spaCy's CNN tok2vec, no transformer"))
+# CNN side of weak pretraining: the "encoder" is a tok2vec weights file for --paths.init_tok2vec.
+register(Recipe("cnn_weak", "configs/sciner_spancat_cnn.cfg", "sciner", False, encoder_option="cnn_weak", weak=True,
+                help="tok2vec weights of sciner_spancat_cnn pretrained on weak labels (weak-config + export-tok2vec), "
+                     "e.g. weights/{dataset}-cnn-weak.bin"))
 
 
 def resolve_encoder(recipe: Recipe, templates: dict, dataset: str, size, work: Path = Path("WORK")) -> tuple:
@@ -73,6 +78,8 @@ def resolve_encoder(recipe: Recipe, templates: dict, dataset: str, size, work: P
         return None, (f"leakage rule: a {dataset} weak encoder must be pretrained per sample (its dictionary is the "
                       f"sample's own entities + mined candidates); pass a path with {{size}} (inputs: weak_inputs/size{{size}})")
     path = template.format(dataset=dataset, size=size, work=work)
+    if not recipe.transformer:  # tok2vec weights (spacy pretrain's format)
+        return (path, "") if Path(path).is_file() else (None, f"missing tok2vec weights: {path}")
     if not (Path(path) / "config.json").exists():
         return None, f"missing encoder: {path} (no config.json)"
     return path, ""
@@ -210,13 +217,17 @@ def build_weak_inputs(dataset: str, sample: dict, work: Path, aux_files: list, l
                     f"--paths.weak {out}/weak.spacy --weak.granularity {g} --components.transformer.model.name "
                     f"sciner-minilm && python -m spacy_sciner export-encoder {out}/pretrain-{g}/model-best "
                     f"{out}/encoder-{g} --force") for g in ("fine", "coarse")}
+    pretrain["cnn"] = (f"python -m spacy_sciner weak-config configs/sciner_spancat_cnn.cfg {out}/cnn_weak.cfg && "
+                       f"python -m spacy train {out}/cnn_weak.cfg --output {out}/pretrain-cnn --paths.weak {out}/weak.spacy "
+                       f"&& python -m spacy_sciner export-tok2vec {out}/pretrain-cnn/model-best {out}/cnn-weak.bin")
     manifest.write_text(json.dumps({
         "dataset": dataset, "size": sample["size"], "sample_sha": sample["sha"], "dictionary_terms": len(terms),
         "aux_lines": len(text), "aux_files": [str(Path(f).parent.name) for f in aux_files],
         "rule": "dictionary = the sample's own gold entities; candidates mined from aux text with --train = the sample; "
                 "only aux text is labeled (no dev/test text, no entity from outside the sample)",
         "pretrain_commands": pretrain,
-        "encoder_template": f"--weak-fine {dataset}='{{work}}/{dataset}/weak_inputs/size{{size}}/encoder-fine' (coarse likewise)",
+        "encoder_template": f"--weak-fine {dataset}='{{work}}/{dataset}/weak_inputs/size{{size}}/encoder-fine' (coarse likewise; "
+                            f"--cnn-weak {dataset}='{{work}}/{dataset}/weak_inputs/size{{size}}/cnn-weak.bin')",
     }, indent=1))
     return out
 

@@ -41,6 +41,11 @@ def test_encoder_skip_and_leakage_rules(tmp_path):
     assert parts.resolve_encoder(weak, by_dataset, "bc5cdr", 50)[0] == str(tmp_path / "enc10")
     args = fewshot.parse_args(["--weak-fine", "a/{dataset}", "scierc=b/{size}"])
     assert args.templates["weak_fine"] == {"*": "a/{dataset}", "scierc": "b/{size}"}
+    # cnn_weak's "encoder" is a tok2vec weights file, not a Hugging Face folder
+    cnn_weak = parts.RECIPES["cnn_weak"]
+    (tmp_path / "w10.bin").write_bytes(b"x")
+    assert parts.resolve_encoder(cnn_weak, {"cnn_weak": str(tmp_path / "w{size}.bin")}, "scierc", 10)[0] == str(tmp_path / "w10.bin")
+    assert "missing tok2vec weights" in parts.resolve_encoder(cnn_weak, {"cnn_weak": str(tmp_path / "w{size}.bin")}, "scierc", 50)[1]
 
 
 def test_bad_arguments():
@@ -75,12 +80,13 @@ def test_smoke_outputs(smoke, capsys):
     work, argv = smoke
     results = json.loads((work / "results" / "fewshot.json").read_text())
     assert set(results) >= {"settings", "runs", "summary", "skipped"}
-    systems = {"spacy_ner_cnn", "minilm", "weak_fine"}
+    systems = {"spacy_ner_cnn", "minilm", "weak_fine", "cnn"}
     assert set(results["runs"]) == {f"scierc/{n}/{s}/seed0" for n in ("10", "20") for s in systems}
     for size in ("10", "20"):
         cells = results["summary"]["scierc"][size]
         assert set(cells) == systems and all(c["n"] == 1 and 0.0 <= c["mean"] <= 1.0 for c in cells.values())
         assert "missing encoder" in results["skipped"][f"scierc/{size}/pft"]
+        assert "missing encoder" in results["skipped"][f"scierc/{size}/cnn_weak"]
         # The same sample for every system: the indices file, its digest in every run.
         meta = json.loads((work / "work" / "scierc" / "samples" / f"size{size}.json").read_text())
         assert meta["n"] == int(size) and meta["sha"] == parts.digest(meta["indices"])
@@ -100,7 +106,7 @@ def test_smoke_outputs(smoke, capsys):
     capsys.readouterr()
     assert fewshot.main(argv) == 0
     out = capsys.readouterr().out
-    assert "training (" not in out and out.count("done before") == 6
+    assert "training (" not in out and out.count("done before") == 8
 
 
 def test_weak_inputs_leakage_rule(smoke, shared_data):
