@@ -142,8 +142,13 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
                          "corpus": log["corpus"], "masked_per_1k_tokens": log.get("masked_per_1k_tokens", {})}
         encoder = str(pft_dir.resolve())
     train_dir = run_dir / "train"
-    if not (train_dir / "model-last" / "meta.json").exists():
+    # Finished = train_wall_s.txt, written only after spacy train returned 0: spacy train
+    # saves model-last at its step-0 evaluation already, so a killed run leaves an untrained
+    # model-last that must not count as done.
+    if not (run_dir / "train_wall_s.txt").exists():
         shutil.rmtree(train_dir, ignore_errors=True)  # spacy train cannot resume: restart this run
+        shutil.rmtree(run_dir / "model-calibrated", ignore_errors=True)  # from an unfinished earlier try
+        (run_dir / "metrics.json").unlink(missing_ok=True)
         steps = train_steps(paths["train"], args)
         start = time.time()
         run([sys.executable, "-m", "spacy", "train", str(args.config), "--output", str(train_dir),

@@ -78,3 +78,38 @@ def test_report_shows_masking_rates_and_the_earlier_f(compare, tmp_path, monkeyp
     assert "| 30.27 |" in none_row
     assert "| — |" in cand_row  # no earlier result for this variant
     assert "mlm_cand 91.2, ecb 40.0" in cand_row
+
+
+def test_a_killed_training_is_rerun_not_taken_as_finished(compare, tmp_path, monkeypatch):
+    """spacy train writes model-last at its step-0 evaluation: a run killed after that must
+    train again (and drop the calibration/metrics of the untrained model), not be scored."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    DocBin(docs=[spacy.blank("en").make_doc("a b c d e")]).to_disk(tmp_path / "train.spacy")
+    run_dir = tmp_path / "work" / "runs" / "none" / "seed0"
+    (run_dir / "train" / "model-last").mkdir(parents=True)
+    (run_dir / "train" / "model-last" / "meta.json").write_text("{}")  # left by the killed run
+    (run_dir / "model-calibrated").mkdir()
+    (run_dir / "metrics.json").write_text('{"spans_sc_p": 0, "spans_sc_r": 0, "spans_sc_f": 0}')
+    commands = []
+
+    def fake_run(cmd, log):
+        commands.append(cmd)
+        if "calibrate" in cmd:
+            Path(cmd[6]).mkdir(parents=True, exist_ok=True)
+            (Path(cmd[6]) / "meta.json").write_text("{}")
+        if "evaluate" in cmd:
+            Path(cmd[cmd.index("--output") + 1]).write_text('{"spans_sc_p": 0.5, "spans_sc_r": 0.5, "spans_sc_f": 0.5}')
+
+    monkeypatch.setattr(compare, "run", fake_run)
+    args = SimpleNamespace(encoder="enc", config=Path("c.cfg"), train_epochs=1, train_max_steps=0, batch_words=100,
+                           train_eval_frequency=0, select="last", train_lr=1e-4, gpu_id=-1, calibrate=True,
+                           score_key="spans_sc")
+    paths = {"train": tmp_path / "train.spacy", "dev": tmp_path / "dev.spacy", "test": tmp_path / "test.spacy"}
+    record = compare.run_variant("scierc", "none", 0, paths, args, tmp_path / "work")
+    assert [c[2:4] for c in commands] == [["spacy", "train"], ["spacy_sciner", "calibrate"], ["spacy", "evaluate"]]
+    assert record["f"] == 0.5 and (run_dir / "train_wall_s.txt").exists()
+    commands.clear()
+    compare.run_variant("scierc", "none", 0, paths, args, tmp_path / "work")
+    assert commands == []  # finished: nothing reruns
