@@ -106,15 +106,18 @@ def _find_calibration(model_dir: Path) -> Optional[Dict[str, Any]]:
     return None
 
 
-def _encoder_name(model_dir: Path) -> str:
+def _encoder_name(model_dir: Path) -> Optional[str]:
+    """The transformer's name, "unknown" for a transformer without one, None for a pipeline
+    without a transformer (the CNN configs)."""
     from confection import Config
 
     config = Config().from_disk(model_dir / "config.cfg", interpolate=False)
-    for component in config.get("components", {}).values():
-        model = component.get("model", {}) if isinstance(component, dict) else {}
+    components = [c for c in config.get("components", {}).values() if isinstance(c, dict)]
+    for component in components:
+        model = component.get("model", {})
         if isinstance(model, dict) and "name" in model and "transformer" in str(model.get("@architectures", "")).lower():
             return str(model["name"])
-    return "unknown"
+    return "unknown" if any(c.get("factory") == "transformer" for c in components) else None
 
 
 def _scores(metrics: Dict[str, Any]) -> Dict[str, Any]:
@@ -139,12 +142,14 @@ def build_meta(
     data = DATASETS.get(dataset, {"name": dataset, "url": "", "author": "", "license": "unknown", "terms": "not recorded"})
     encoder = _encoder_name(model_dir)
     enc = ENCODERS.get(encoder, {"name": encoder, "url": "", "author": "", "license": "see the encoder's own terms"})
+    representation = (f"a transformer encoder ({encoder})" if encoder else
+                      "spaCy's CNN tok2vec (hash embeddings of the words' norm, prefix, suffix and shape; no transformer)")
     calibration = _find_calibration(model_dir)
     test, dev = _scores(test_metrics), _scores(dev_metrics)
 
     meta["description"] = (
-        f"Scientific NER for {data['name']}, trained with spacy-sciner: a transformer encoder "
-        f"({encoder}) and sciner_spancat (SEPT span categorizer) whose high-recall filter and "
+        f"Scientific NER for {data['name']}, trained with spacy-sciner: {representation} "
+        f"and sciner_spancat (SEPT span categorizer) whose high-recall filter and "
         "decision threshold were calibrated on dev. All predicted spans (nested allowed) are in "
         "doc.spans['sc'] with their scores, a non-overlapping decode in doc.ents."
     )
@@ -152,8 +157,8 @@ def build_meta(
     meta["author"] = meta.get("author") or "spacy-sciner"
     meta["sources"] = [
         {"name": data["name"], "url": data["url"], "author": data["author"]},
-        {"name": f"encoder: {enc['name']} ({enc['license']})", "url": enc["url"], "author": enc["author"]},
-    ]
+    ] + ([{"name": f"encoder: {enc['name']} ({enc['license']})", "url": enc["url"], "author": enc["author"]}]
+         if encoder else [])
     # `performance` is what `spacy package` renders as the README's accuracy table: the
     # calibrated pipeline on test. The training-time numbers (uncalibrated dev, losses) go.
     meta["performance"] = dict(test)
@@ -166,7 +171,7 @@ def build_meta(
         "calibration": calibration or {},
         "scores": {"dev": dev, "test": test},
         "data_terms": data["terms"],
-        "encoder_license": enc["license"],
+        "encoder_license": enc["license"] if encoder else None,
     }
     rows = [
         "| split | spans P | spans R | spans F | ents P | ents R | ents F |",
@@ -188,9 +193,10 @@ def build_meta(
             "included) and of `doc.ents`; the accuracy table above is the test set.",
             "\n".join(rows),
             calib,
-            f"### Data and terms\n\nData set: {data['name']} ({data['terms']}). Encoder: {enc['name']} "
-            f"(license: {enc['license']}). Code: spacy-sciner (MIT). The pipeline's license field "
-            "states the data set's terms; the encoder's apply to its weights.",
+            f"### Data and terms\n\nData set: {data['name']} ({data['terms']}). "
+            + (f"Encoder: {enc['name']} (license: {enc['license']}). " if encoder else "No pretrained encoder. ")
+            + "Code: spacy-sciner (MIT). The pipeline's license field states the data set's terms"
+            + ("; the encoder's apply to its weights." if encoder else "."),
         ]
     )
     return meta

@@ -93,6 +93,17 @@ def test_model_card_records_calibrated_dev_and_test_scores(tmp_path):
     assert "filter threshold 0.01" in meta["notes"]
 
 
+def test_model_card_of_a_cnn_pipeline_names_no_encoder(tmp_path):
+    model = _model_dir(tmp_path)
+    (model / "config.cfg").write_text(
+        '[nlp]\nlang = "en"\npipeline = ["tok2vec","sciner_spancat"]\n\n[components]\n\n'
+        '[components.tok2vec]\nfactory = "tok2vec"\n\n[components.sciner_spancat]\nfactory = "sciner_spancat"\n')
+    meta = model_card.build_meta(model, "bionlp13cg", _metrics(0.6), _metrics(0.7))
+    assert "CNN tok2vec" in meta["description"] and "transformer encoder" not in meta["description"]
+    assert meta["sciner"]["encoder"] is None and len(meta["sources"]) == 1
+    assert "No pretrained encoder." in meta["notes"]
+
+
 def test_model_card_says_when_the_pipeline_was_not_calibrated(tmp_path):
     meta = model_card.build_meta(_model_dir(tmp_path, calibrated=False), "demo", _metrics(0.6), _metrics(0.7))
     assert meta["sciner"]["calibrated"] is False
