@@ -250,6 +250,7 @@ def write_results(records: List[Dict], rows: List[Dict], args, out: Path) -> Non
           f"objective predicted per 1,000 input pieces over the whole run.", "",
           f"| data set | variant | seeds | P | R | F | F at {args.before_rev or '-'} | ΔF vs none | wins | masked per 1k | PFT held-out loss | PFT s | train s |",
           "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"]
+    missing = getattr(args, "missing", [])
     for r in rows:
         delta = f"{r['delta_f']:+.2f} ± {r['delta_f_std']:.2f}" if "delta_f" in r else ""
         wins = f"{r['wins']}/{len(r['seeds'])}" if "wins" in r else ""
@@ -260,6 +261,9 @@ def write_results(records: List[Dict], rows: List[Dict], args, out: Path) -> Non
         md.append(f"| {r['dataset']} | {r['variant']} | {len(r['seeds'])} | {r['p']:.2f} ± {r['p_std']:.2f} | "
                   f"{r['r']:.2f} ± {r['r_std']:.2f} | {r['f']:.2f} ± {r['f_std']:.2f} | {old} | {delta} | {wins} | "
                   f"{masked} | {loss} | {r.get('pft_wall_s', 0):.0f} | {r['train_wall_s']:.0f} |")
+    if missing:
+        md += ["", f"**Incomplete**: {len(missing)} runs not finished yet, so not in the table: {', '.join(missing)}. "
+               "Rerun the same command to finish them (finished runs are reused)."]
     try:
         import matplotlib
 
@@ -318,6 +322,8 @@ def main() -> None:
     parser.add_argument("--gpu-id", type=int, default=-1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--before-rev", default="d607b8c", help="git revision whose committed results give the 'F at' column ('' = none)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="only report the finished runs (the others are listed as not finished); trains nothing")
     parser.add_argument("--smoke", action="store_true", help="tiny slices and steps; results go to *_smoke.*")
     args = parser.parse_args()
     if args.smoke:
@@ -332,12 +338,16 @@ def main() -> None:
     if not args.config.exists():
         raise SystemExit(f"span categorizer config not found: {args.config}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    records = []
+    records, args.missing = [], []
     for name in args.datasets:
         work = args.work / name
         paths = prepare_dataset(name, args, work)
         for seed in args.seeds:
             for variant in args.variants:
+                run_dir = work / "runs" / variant.replace("+", "_") / f"seed{seed}"
+                if args.report_only and not ((run_dir / "metrics.json").exists() and (run_dir / "train_wall_s.txt").exists()):
+                    args.missing.append(f"{name}/{variant}/seed{seed}")
+                    continue
                 record = run_variant(name, variant, seed, paths, args, work)
                 records.append(record)
                 print(f"{name} {variant} seed {seed}: P {record['p']:.4f} R {record['r']:.4f} F {record['f']:.4f}",

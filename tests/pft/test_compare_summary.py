@@ -78,6 +78,10 @@ def test_report_shows_masking_rates_and_the_earlier_f(compare, tmp_path, monkeyp
     assert "| 30.27 |" in none_row
     assert "| — |" in cand_row  # no earlier result for this variant
     assert "mlm_cand 91.2, ecb 40.0" in cand_row
+    assert "Incomplete" not in "\n".join(lines)
+    args.missing = ["scierc/none/seed1"]
+    compare.write_results(records, compare.summarize(records), args, tmp_path / "cmp")
+    assert "**Incomplete**: 1 runs not finished yet, so not in the table: scierc/none/seed1" in (tmp_path / "cmp.md").read_text()
 
 
 def test_a_killed_training_is_rerun_not_taken_as_finished(compare, tmp_path, monkeypatch):
