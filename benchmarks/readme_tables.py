@@ -20,7 +20,9 @@ MARKER = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /r
 def body(markdown: str) -> str:
     """A results file without its title line(s): what the README shows."""
     lines = [line for line in markdown.splitlines() if not line.startswith("# ")]
-    return "\n".join(lines).strip() + "\n"
+    # Images beside the results file: the README links them from the repository root.
+    text = re.sub(r"\]\((?![a-z]+://|/)([^)/]+\.png)\)", r"](benchmarks/results/\1)", "\n".join(lines))
+    return text.strip() + "\n"
 
 
 def update(readme: str, results: Path) -> str:
