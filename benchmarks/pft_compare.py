@@ -18,13 +18,15 @@ The comparison as run (benchmarks/results/pft_compare.*): a low-resource setting
 600 training sentences of each set (dev: first 300, test: first 800; SciERC's dev and test are
 smaller, so all of them), 6 epochs, model-last; one PFT run per variant (300 steps x 16
 sentences on 5,000 aux sentences, seed 0) shared by the fine-tuning seeds 0, 1, 2; 6 PFT + 24
-span categorizer runs. The two data sets ran as two processes with one thread each, 1 h 41 min
-of wall time on 2 cores:
+span categorizer runs. The two data sets ran as two processes with one thread each (1 h 41 min
+on 2 cores at d607b8c; the re-run with the issue-8 code took ~2 h 30 min beside tests, with a
+third process for BioNLP13CG seed 2, `--seeds 2`, and the first one restarted with `--seeds 0 1`):
     OMP_NUM_THREADS=1 python benchmarks/pft_compare.py --datasets scierc --threads 1 \
         --limit-train 600 --limit-dev 300 --limit-test 800 --train-epochs 6 \
         --out benchmarks/work/pft_compare_scierc          # and the same with bionlp13cg
     python benchmarks/pft_compare.py --datasets scierc bionlp13cg --limit-train 600 \
         --limit-dev 300 --limit-test 800 --train-epochs 6  # joins both: every run is reused
+    ... --report-only                                      # the finished runs only, trains nothing
 Defaults (all data, 5 epochs) are the full-size version: projected at 5-6 hours on 2 cores.
 Smoke run (minutes; tiny encoder and slices, proves the workflow, numbers meaningless):
     python -c "from spacy_sciner.testing import make_tiny_bert; make_tiny_bert('benchmarks/work/tiny-bert')"
