@@ -1,0 +1,140 @@
+"""The recipe table (issue 9, item 4): test F, training time and inference words/s of every
+system trained by convergence.py, so that a user can choose between accurate and fast.
+
+F and training time come from benchmarks/results/convergence.json (test span F of the best
+dev checkpoint with its dev-chosen decision rule; minutes of training-loop time to that
+checkpoint and in all). Inference speed is measured here, on the same model that was
+scored (sciner_spancat*: the dev-calibrated copy; spacy_spancat: its dev-tuned threshold;
+spacy_ner*: model-best): `nlp.pipe` over the same sentences (test, then dev) from words,
+batch 64, every pipeline warmed up once, then --rounds interleaved rounds; the median.
+Thread count and load average are recorded: run it on an otherwise idle machine.
+
+    python benchmarks/recipes.py                      # -> benchmarks/results/recipes.{json,md}
+    python benchmarks/recipes.py --report-only        # rewrite the table from recipes.json
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import convergence  # noqa: E402  (get_corpus, SYSTEMS, Parser)
+
+ROOT = convergence.ROOT
+FAST_TARGET = 5000  # words/s on 2 cores (issue 9)
+
+
+def scored_model(run_dir: Path, system: str) -> Path:
+    """The pipeline folder whose test F convergence.json reports."""
+    if system.startswith("sciner_spancat") or system == "spacy_spancat":
+        return run_dir / "eval" / "calibrated"
+    return run_dir / "model-best"
+
+
+def sentences(corpus: Path, n: int) -> list:
+    """Up to `n` sentences (word lists): test first, then dev."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    vocab = spacy.blank("en").vocab
+    out = []
+    for split in ("test", "dev"):
+        out += [[t.text for t in d] for d in DocBin().from_disk(corpus / f"{split}.spacy").get_docs(vocab)]
+    return out[:n]
+
+
+def words_per_s(nlp, texts: list, batch_size: int = 64) -> float:
+    from spacy.tokens import Doc
+
+    docs = (Doc(nlp.vocab, words=w) for w in texts)
+    start = time.perf_counter()
+    for _ in nlp.pipe(docs, batch_size=batch_size):
+        pass
+    return sum(map(len, texts)) / (time.perf_counter() - start)
+
+
+def measure(runs: list, state: Path, n_sentences: int, rounds: int) -> dict:
+    """Words/s of each evaluated run's scored model, per data set, interleaved rounds."""
+    import spacy
+
+    speeds = {}
+    for ds in sorted({r["dataset"] for r in runs}):
+        texts = sentences(convergence.get_corpus(ds, state), n_sentences)
+        pipes = {}
+        for r in runs:
+            if r["dataset"] == ds:
+                path = scored_model(state / "runs" / ds / f"{r['system']}-seed{r['seed']}", r["system"])
+                if not (path / "config.cfg").exists():
+                    print(f"[{ds}/{r['system']}] no scored model at {path}: skipped", flush=True)
+                    continue
+                pipes[r["system"]] = spacy.load(path)
+        for nlp in pipes.values():  # warm-up: allocations, lazy initialisation
+            words_per_s(nlp, texts)
+        measured = {name: [] for name in pipes}
+        for _ in range(rounds):
+            for name, nlp in pipes.items():
+                measured[name].append(words_per_s(nlp, texts))
+        speeds[ds] = {"sentences": len(texts), "words": sum(map(len, texts)),
+                      "words_per_s": {k: {"median": statistics.median(v), "all": v} for k, v in measured.items()}}
+    return speeds
+
+
+def table(conv: dict, speeds: dict, meta: dict) -> str:
+    lines = ["# Recipes: accuracy, training time, inference speed", "",
+             f"Test span F: best dev checkpoint of each convergence.py run, decision rule chosen on dev "
+             f"(benchmarks/results/convergence.md says how far each run got). Inference: `nlp.pipe` from words, "
+             f"batch 64, median of {meta['rounds']} interleaved rounds after a warm-up, {meta['threads']} thread(s), "
+             f"load average {meta['load_start']:.1f} -> {meta['load_end']:.1f}; fast-recipe target {FAST_TARGET:,} words/s.", "",
+             "| dataset | recipe | transformer | run status | test span F | best dev F | min to best / trained | words/s | ≥ 5k w/s |",
+             "|---|---|---|---|---:|---:|---|---:|---|"]
+    for r in sorted(conv["runs"].values(), key=lambda r: (r["dataset"], -(r["summary"]["test_spans_f"] or 0))):
+        s = r["summary"]
+        speed = speeds.get(r["dataset"], {}).get("words_per_s", {}).get(r["system"])
+        wps = f"{speed['median']:,.0f}" if speed else "—"
+        ok = ("yes" if speed["median"] >= FAST_TARGET else "no") if speed else "—"
+        test = f"{100 * s['test_spans_f']:.1f}" if s["test_spans_f"] is not None else "—"
+        trf = "yes" if convergence.SYSTEMS.get(r["system"], (None, False))[1] else "no"
+        lines.append(f"| {r['dataset']} | {r['system']} | {trf} | {s['status']} | {test} | {100 * s['best_dev_f']:.1f} | "
+                     f"{s['best_seconds'] / 60:.0f} / {s['train_seconds'] / 60:.0f} | {wps} | {ok} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = convergence.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--convergence", type=Path, default=ROOT / "benchmarks" / "results" / "convergence.json")
+    p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "recipes")
+    p.add_argument("--sentences", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2, help="torch/BLAS threads (the 2-core machine: 2)")
+    p.add_argument("--report-only", action="store_true")
+    args = p.parse_args(argv)
+    if not args.convergence.exists():
+        p.error(f"{args.convergence} not found: run benchmarks/convergence.py first")
+    conv = json.loads(args.convergence.read_text())
+    out = args.results.with_suffix(".json")
+    if args.report_only:
+        if not out.exists():
+            p.error(f"{out} not found: run without --report-only first")
+        saved = json.loads(out.read_text())
+        speeds, meta = saved["speeds"], saved["meta"]
+    else:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        runs = [r for r in conv["runs"].values() if r["summary"]["test_spans_f"] is not None]
+        load_start = os.getloadavg()[0]
+        speeds = measure(runs, args.state, args.sentences, args.rounds)
+        meta = {"rounds": args.rounds, "threads": args.threads, "load_start": load_start,
+                "load_end": os.getloadavg()[0], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        out.write_text(json.dumps({"meta": meta, "speeds": speeds}, indent=2) + "\n")
+    args.results.with_suffix(".md").write_text(table(conv, speeds, meta))
+    print(args.results.with_suffix(".md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

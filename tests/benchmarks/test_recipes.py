@@ -1,0 +1,66 @@
+"""benchmarks/recipes.py: the recipe table from convergence.json plus measured words/s."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import recipes  # noqa: E402
+
+
+def summary(test_f, status="converged"):
+    return {"status": status, "test_spans_f": test_f, "best_dev_f": 0.5, "best_seconds": 120.0, "train_seconds": 600.0}
+
+
+@pytest.fixture
+def state(tmp_path):
+    """A state dir with the demo corpus and one trained-looking CNN ner pipeline."""
+    nlp = spacy.blank("en")
+    ner = nlp.add_pipe("ner")
+    ner.add_label("TASK")
+    nlp.initialize()
+    model = tmp_path / "state" / "runs" / "demo" / "spacy_ner_cnn-seed0" / "model-best"
+    model.parent.mkdir(parents=True)
+    nlp.to_disk(model)
+    conv = {"runs": {
+        "demo/spacy_ner_cnn/0": {"dataset": "demo", "system": "spacy_ner_cnn", "seed": 0, "summary": summary(0.42)},
+        "demo/sciner_spancat_cnn/0": {"dataset": "demo", "system": "sciner_spancat_cnn", "seed": 0,
+                                      "summary": summary(None, "stopped")},
+    }}
+    (tmp_path / "convergence.json").write_text(json.dumps(conv))
+    return tmp_path
+
+
+def test_measures_evaluated_runs_only(state, capsys):
+    out = state / "recipes"
+    args = ["--state", state / "state", "--convergence", state / "convergence.json", "--results", out,
+            "--sentences", "50", "--rounds", "2", "--threads", "1"]
+    assert recipes.main([str(a) for a in args]) == 0
+    saved = json.loads(out.with_suffix(".json").read_text())
+    speed = saved["speeds"]["demo"]["words_per_s"]
+    assert list(speed) == ["spacy_ner_cnn"]  # the run without test F is not measured
+    assert len(speed["spacy_ner_cnn"]["all"]) == 2 and speed["spacy_ner_cnn"]["median"] > 0
+    rows = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("| demo")]
+    assert rows[0].startswith("| demo | spacy_ner_cnn | no | converged | 42.0 | 50.0 | 2 / 10 |")
+    assert rows[1].split(" | ")[4:] == ["—", "50.0", "2 / 10", "—", "— |"]
+    # --report-only rewrites the same table from the saved speeds, measuring nothing.
+    before = out.with_suffix(".md").read_text()
+    out.with_suffix(".md").unlink()
+    assert recipes.main([str(a) for a in args] + ["--report-only"]) == 0
+    assert out.with_suffix(".md").read_text() == before
+
+
+def test_missing_convergence_results_is_one_line_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as err:
+        recipes.main(["--convergence", str(tmp_path / "nope.json")])
+    assert err.value.code == 2
+    assert "nope.json not found" in capsys.readouterr().err
+
+
+def test_scored_model_is_the_evaluated_copy(tmp_path):
+    assert recipes.scored_model(tmp_path, "sciner_spancat_cnn") == tmp_path / "eval" / "calibrated"
+    assert recipes.scored_model(tmp_path, "spacy_spancat") == tmp_path / "eval" / "calibrated"
+    assert recipes.scored_model(tmp_path, "spacy_ner_cnn") == tmp_path / "model-best"

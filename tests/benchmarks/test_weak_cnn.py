@@ -1,0 +1,37 @@
+"""benchmarks/weak_cnn.py: zero-shot only where the weak labels are the target's; the table."""
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import weak_cnn  # noqa: E402
+
+
+def test_zero_shot_skipped_when_labels_differ(tmp_path):
+    pre = {"granularity": "coarse", "labels": {"tok2vec": [], "sciner_spancat": ["ENTITY_TYPED"]}}
+    res = weak_cnn.zero_shot("ncbi_disease", tmp_path, tmp_path, pre, env={})
+    assert res == {"skipped": "weak labels ['ENTITY_TYPED'] are not the target's ['Disease']"}
+    pre = {"granularity": "fine", "labels": {"sciner_spancat": ["Gene"]}}
+    assert "skipped" in weak_cnn.zero_shot("bionlp13cg", tmp_path, tmp_path, pre, env={})
+
+
+def test_table_rows(tmp_path):
+    scores = {"spans_p": 0.5, "spans_r": 0.25, "spans_f": 1 / 3}
+    results = {"lines": 100, "steps": 10, "seed": 0, "threads": 1, "datasets": {"ncbi_disease": {
+        "weak_corpus": {"labeling": {"spans": 77}},
+        "pretrain": {"fine": {"train_seconds": 90, "heldout_weak_scores": {"spans_sc_f": 0.8}},
+                     "coarse": {"train_seconds": 30, "heldout_weak_scores": {}}},
+        "zero_shot": {"fine": {"model": scores, "gazetteer": scores}, "coarse": {"skipped": "no"}}}}}
+    weak_cnn.write_results(results, tmp_path / "weak_cnn")
+    rows = [r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi")]
+    assert rows == ["| ncbi_disease | fine | 77 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | 50.0 / 25.0 / **33.3** |",
+                    "| ncbi_disease | coarse | 77 | 0.5 | — | no | — |"]
+
+
+@pytest.mark.parametrize("bad", [["--lines", "0"], ["--datasets", "scierc"]])
+def test_bad_arguments(bad, capsys):
+    with pytest.raises(SystemExit) as err:
+        weak_cnn.main(bad)
+    assert err.value.code == 2
