@@ -141,11 +141,11 @@ def write_results(results: dict, path: Path) -> None:
     lines = ["# Weak pretraining of the span model: zero-shot", "",
              f"Weak corpus: the first {results['lines']} aux lines of each domain, labeled with the data set's type map "
              f"(scripts/weak_label.py). `sciner weak-config` of configs/sciner_spancat_cnn.cfg (CNN, no transformer) or, `trf-` rows, configs/sciner_spancat.cfg (transformer): negatives only outside weak "
-             f"spans (`-plain`: any non-weak span), |E|^0.7 type sampling, model-best on the held-out 10% of the weak data; {results['steps']} updates, "
-             f"seed {results['seed']}, {results['threads']} thread(s). Zero-shot: that model-best on test as it is (argmax, "
+             f"spans (`-plain`: any non-weak span), |E|^0.7 type sampling, model-best on the held-out 10% of the weak data; seed {results['seed']}, "
+             f"{results['threads']} thread(s) per training. Zero-shot: that model-best on test as it is (argmax, "
              "no gold calibration or training) against plain gazetteer matching with the same type map; exact labelled spans.", "",
-             "| dataset | weak types, negatives | weak spans | train min | held-out weak F | zero-shot P / R / F | gazetteer P / R / F |",
-             "|---|---|---:|---:|---:|---|---|"]
+             "| dataset | weak types, negatives | weak spans | updates | train min | held-out weak F | zero-shot P / R / F | gazetteer P / R / F |",
+             "|---|---|---:|---:|---:|---:|---|---|"]
     for ds, res in results["datasets"].items():
         n_spans = (res.get("weak_corpus", {}).get("labeling") or {}).get("spans", "—")
         for g, pre in res.get("pretrain", {}).items():
@@ -154,9 +154,9 @@ def write_results(results: dict, path: Path) -> None:
             model = fmt(zs["model"]) if "model" in zs else zs.get("skipped", "—")
             gaz = fmt(zs["gazetteer"]) if "gazetteer" in zs else "—"
             held = pre["heldout_weak_scores"].get("spans_sc_f")
-            lines.append(f"| {ds} | {g} | {n_spans} | {pre['train_seconds'] / 60:.1f} | "
-                         f"{100 * held:.1f} | {model} | {gaz} |" if held is not None else
-                         f"| {ds} | {g} | {n_spans} | {pre['train_seconds'] / 60:.1f} | — | {model} | {gaz} |")
+            held = f"{100 * held:.1f}" if held is not None else "—"
+            lines.append(f"| {ds} | {g} | {n_spans} | {pre.get('steps', '—')} | {pre['train_seconds'] / 60:.1f} | "
+                         f"{held} | {model} | {gaz} |")
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 

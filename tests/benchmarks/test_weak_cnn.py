@@ -21,13 +21,13 @@ def test_table_rows(tmp_path):
     scores = {"spans_p": 0.5, "spans_r": 0.25, "spans_f": 1 / 3}
     results = {"lines": 100, "steps": 10, "seed": 0, "threads": 1, "datasets": {"ncbi_disease": {
         "weak_corpus": {"labeling": {"spans": 77}},
-        "pretrain": {"fine": {"train_seconds": 90, "heldout_weak_scores": {"spans_sc_f": 0.8}},
+        "pretrain": {"fine": {"steps": 10, "train_seconds": 90, "heldout_weak_scores": {"spans_sc_f": 0.8}},
                      "coarse": {"train_seconds": 30, "heldout_weak_scores": {}}},
         "zero_shot": {"fine": {"model": scores, "gazetteer": scores}, "coarse": {"skipped": "no"}}}}}
     weak_cnn.write_results(results, tmp_path / "weak_cnn")
     rows = [r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi")]
-    assert rows == ["| ncbi_disease | fine | 77 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | 50.0 / 25.0 / **33.3** |",
-                    "| ncbi_disease | coarse | 77 | 0.5 | — | no | — |"]
+    assert rows == ["| ncbi_disease | fine | 77 | 10 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | 50.0 / 25.0 / **33.3** |",
+                    "| ncbi_disease | coarse | 77 | — | 0.5 | — | no | — |"]
 
 
 @pytest.mark.parametrize("bad", [["--lines", "0"], ["--datasets", "scierc"]])
