@@ -62,6 +62,8 @@ register(Recipe("cnn", "configs/sciner_spancat_cnn.cfg", "sciner", False, help="
 register(Recipe("cnn_weak", "configs/sciner_spancat_cnn.cfg", "sciner", False, encoder_option="cnn_weak", weak=True,
                 help="tok2vec weights of sciner_spancat_cnn pretrained on weak labels (weak-config + export-tok2vec), "
                      "e.g. weights/{dataset}-cnn-weak.bin"))
+register(Recipe("cnn_weak_coarse", "configs/sciner_spancat_cnn.cfg", "sciner", False, encoder_option="cnn_weak_coarse", weak=True,
+                help="as cnn_weak, pretrained on the coarse weak types (the fine-vs-coarse ablation)"))
 
 
 def resolve_encoder(recipe: Recipe, templates: dict, dataset: str, size, work: Path = Path("WORK")) -> tuple:

@@ -46,6 +46,11 @@ def test_encoder_skip_and_leakage_rules(tmp_path):
     (tmp_path / "w10.bin").write_bytes(b"x")
     assert parts.resolve_encoder(cnn_weak, {"cnn_weak": str(tmp_path / "w{size}.bin")}, "scierc", 10)[0] == str(tmp_path / "w10.bin")
     assert "missing tok2vec weights" in parts.resolve_encoder(cnn_weak, {"cnn_weak": str(tmp_path / "w{size}.bin")}, "scierc", 50)[1]
+    # the coarse-types ablation of the CNN side: its own option, same weights-file rules
+    args = fewshot.parse_args(["--cnn-weak-coarse", "c/{dataset}.bin"])
+    assert args.templates["cnn_weak_coarse"] == {"*": "c/{dataset}.bin"} and not args.templates.get("cnn_weak")
+    coarse = parts.RECIPES["cnn_weak_coarse"]
+    assert parts.resolve_encoder(coarse, {"cnn_weak_coarse": str(tmp_path / "w{size}.bin")}, "scierc", 10)[0] == str(tmp_path / "w10.bin")
 
 
 def test_bad_arguments():

@@ -12,7 +12,7 @@ import weak_cnn  # noqa: E402
 def test_zero_shot_skipped_when_labels_differ(tmp_path):
     pre = {"granularity": "coarse", "labels": {"tok2vec": [], "sciner_spancat": ["ENTITY_TYPED"]}}
     res = weak_cnn.zero_shot("ncbi_disease", tmp_path, tmp_path, pre, env={})
-    assert res == {"skipped": "weak labels ['ENTITY_TYPED'] are not the target's ['Disease']"}
+    assert res == {"skipped": "n/a: weak labels ['ENTITY_TYPED'] ≠ target labels (['Disease'])"}
     pre = {"granularity": "fine", "labels": {"sciner_spancat": ["Gene"]}}
     assert "skipped" in weak_cnn.zero_shot("bionlp13cg", tmp_path, tmp_path, pre, env={})
 
