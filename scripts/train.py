@@ -1,7 +1,7 @@
 """`spacy train` (or `spacy pretrain`) with the project's settings, each passed only where the config has it.
 
     python scripts/train.py CONFIG OUTPUT --train T --dev D [--encoder E] [--vectors DIR]
-        [--init-tok2vec FILE] [--seed S] [--max-epochs N] [--eval-frequency F]
+        [--init-tok2vec FILE] [--seed S] [--max-epochs N] [--max-steps N] [--eval-frequency F]
         [--warmup-steps W] [--gpu-id G] [-- extra spacy train overrides]
     python scripts/train.py CONFIG OUTPUT --pretrain RAW_TEXT [--vectors DIR] [--max-epochs N]
 
@@ -11,6 +11,8 @@ schedule only if the config has them (the CNN config has neither); `--vectors` (
 `sciner train-vectors`) switches on the tok2vec's static vectors and `--init-tok2vec` loads
 `spacy pretrain` weights, both refused with a clear message on a config without a `tok2vec`
 component. Empty strings mean "not given", so project variables can default to "".
+`--max-epochs` applies to epoch-budgeted configs (transformer); the CNN configs train until
+dev F stops improving, as measured by benchmarks/convergence.py (`--max-steps` caps them).
 With `--pretrain RAW_TEXT` it runs `spacy pretrain` instead, with the same `--vectors`
 (`--init-tok2vec` weights load only into the same tok2vec, static vectors included).
 """
@@ -45,13 +47,31 @@ def vector_overrides(config, args) -> list:
     return ["--paths.vectors", args.vectors, "--components.tok2vec.model.embed.include_static_vectors", "true"]
 
 
+def budget_overrides(config, args) -> list:
+    """How long to train. An epoch-budgeted config (the transformer configs: max_epochs > 0)
+    takes ``--max-epochs``. A config that trains until dev F stops improving (the CNN
+    configs: max_epochs = 0, patience and max_steps in its [training] block, the recipe
+    benchmarks/convergence.py measured) keeps its own stopping rule: an epoch count would cut
+    it short; ``--max-steps`` (> 0) caps it."""
+    training = config["training"]
+    if training.get("max_epochs", 0) > 0:
+        return ["--training.max_epochs", str(args.max_epochs)]
+    budget = f"patience {training.get('patience')} steps, max_steps {training.get('max_steps')}"
+    if getattr(args, "max_steps", 0) > 0:
+        print(f"{args.config}: trains by early stopping ({budget}); capped at --max-steps {args.max_steps}", flush=True)
+        return ["--training.max_steps", str(args.max_steps)]
+    print(f"{args.config}: trains by early stopping ({budget}); --max-epochs {args.max_epochs} not used "
+          f"(--max-steps caps it)", flush=True)
+    return []
+
+
 def overrides_for(config, args) -> list:
     """The `--section.key value` overrides of `spacy train` that apply to ``config``."""
     components = config.get("components", {})
     if not (args.train and args.dev):
         sys.exit("--train and --dev are required (except with --pretrain)")
     out = ["--paths.train", args.train, "--paths.dev", args.dev, "--system.seed", str(args.seed),
-           "--training.max_epochs", str(args.max_epochs), "--training.eval_frequency", str(args.eval_frequency)]
+           *budget_overrides(config, args), "--training.eval_frequency", str(args.eval_frequency)]
     if args.encoder and "transformer" in components:
         out += ["--components.transformer.model.name", args.encoder]
     schedule = config["training"]["optimizer"].get("learn_rate")
@@ -82,6 +102,7 @@ def main(argv) -> int:
     p.add_argument("--init-tok2vec", default="")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-epochs", type=int, default=15)
+    p.add_argument("--max-steps", type=int, default=0, help="early-stopping configs only: at most N updates (0: the config's own)")
     p.add_argument("--eval-frequency", type=int, default=200)
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--gpu-id", type=int, default=-1)

@@ -16,7 +16,7 @@ import train as train_script  # noqa: E402
 
 
 def _args(**kw):
-    base = dict(config="c.cfg", train="t.spacy", dev="d.spacy", seed=0, max_epochs=3, eval_frequency=5,
+    base = dict(config="c.cfg", train="t.spacy", dev="d.spacy", seed=0, max_epochs=3, max_steps=0, eval_frequency=5,
                 encoder="enc", warmup_steps=10, vectors="", init_tok2vec="", pretrain="")
     return argparse.Namespace(**{**base, **kw})
 
@@ -33,6 +33,18 @@ def test_train_overrides_follow_the_config():
     assert "--components.transformer.model.name" not in cnn
     assert "--training.optimizer.learn_rate.warmup_steps" not in cnn
     assert cnn[:4] == ["--paths.train", "t.spacy", "--paths.dev", "d.spacy"]
+
+
+def test_training_budget_follows_the_config(capsys):
+    """Epoch-budgeted configs take --max-epochs; the CNN configs keep their early stopping
+    (the measured recipe) unless --max-steps caps it, and say so."""
+    trf = train_script.overrides_for(_config("sciner_spancat"), _args(max_epochs=7))
+    assert trf[trf.index("--training.max_epochs") + 1] == "7" and "--training.max_steps" not in trf
+    cnn = train_script.overrides_for(_config("sciner_spancat_cnn"), _args(max_epochs=7))
+    assert "--training.max_epochs" not in cnn and "--training.max_steps" not in cnn
+    assert "trains by early stopping (patience 1600 steps, max_steps 20000); --max-epochs 7 not used" in capsys.readouterr().out
+    capped = train_script.overrides_for(_config("sciner_spancat_cnn"), _args(max_steps=30))
+    assert capped[capped.index("--training.max_steps") + 1] == "30" and "--training.max_epochs" not in capped
 
 
 def test_vectors_and_init_tok2vec_are_checked_before_training(tmp_path):
@@ -52,7 +64,7 @@ def test_cnn_all_workflow_pretrains_and_trains_from_both(project_with_aux):
            "--vars.dataset", "demo", "--vars.data_dir", str(data_dir), "--vars.config", "sciner_spancat_cnn",
            "--vars.vectors", "vectors/demo", "--vars.init_tok2vec", "pretrain/demo/model0.bin",
            "--vars.vectors_dim", "16", "--vars.vectors_epochs", "1", "--vars.pretrain_epochs", "1",
-           "--vars.max_epochs", "1", "--vars.eval_frequency", "5"]
+           "--vars.max_steps", "10", "--vars.eval_frequency", "5"]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=project, timeout=1200)
     assert result.returncode == 0, (result.stdout[-4000:], result.stderr[-4000:])
     assert len((project / "corpus" / "demo" / "aux.txt").read_text().splitlines()) == 600  # 3 CS files x 200
