@@ -27,7 +27,7 @@ def test_table_rows(tmp_path):
     weak_cnn.write_results(results, tmp_path / "weak_cnn")
     rows = [r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi")]
     assert rows == ["| ncbi_disease | fine | 77 | 10 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | 50.0 / 25.0 / **33.3** |",
-                    "| ncbi_disease | coarse | 77 | — | 0.5 | — | no | — |"]
+                    "| ncbi_disease | coarse | 77 | — | 0.5 | — | n/a: weak types ≠ target types | — |"]
 
 
 @pytest.mark.parametrize("bad", [["--lines", "0"], ["--datasets", "scierc"]])
