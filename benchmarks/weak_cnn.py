@@ -9,12 +9,13 @@ Per data set (a biomedical set with a shipped type map: ncbi_disease, bc5cdr, bi
    (scripts/aux.py's files, round robin) with the data set's type map (``auto``). Only aux
    text is labeled; dev and test are never read.
 3. Per granularity (fine, coarse): ``sciner weak-config configs/sciner_spancat_cnn.cfg``
-   (negatives only from spans that overlap no weak span, balanced |E|^0.7 sampling,
+   (``--negatives plain``, weak-config's default: any non-weak span is a negative;
+   ``avoid``: only spans overlapping no weak span; balanced |E|^0.7 sampling,
    model-best chosen on the held-out 10% of the WEAK data), ``spacy train`` for --steps
-   updates, ``sciner export-tok2vec`` of model-best -> WORK/<ds>/cnn-weak-<granularity>.bin.
-   ``--negatives plain`` also trains the variant with negatives drawn from any non-weak span
-   (``fine-plain``: the weak labels' misses become negatives, but sub- and super-spans of a
-   weak span are negatives too, so boundaries can be learned).
+   updates, ``sciner export-tok2vec`` of model-best -> WORK/<ds>/cnn-weak-<row name>.bin.
+   Row names: ``fine-plain`` (the weak labels' misses become negatives, but sub- and
+   super-spans of a weak span are negatives too, so boundaries can be learned) and ``fine``
+   (avoid: the partial-annotation variant; no boundary negatives).
 4. Zero-shot, where the weak label set equals the target's (NCBI-disease: Disease): the weak
    model-best as it is (argmax rule, no gold calibration, no gold training) against
    plain gazetteer matching with the same type map on the same test text, both scored by
@@ -24,7 +25,7 @@ Writes benchmarks/results/weak_cnn.{json,md}; a finished step is skipped on a re
 
     python benchmarks/weak_cnn.py --datasets ncbi_disease --granularities fine --threads 1
     python benchmarks/fewshot.py --datasets ncbi_disease --systems spacy_ner_cnn cnn cnn_weak \\
-        --cnn-weak '{work_weak}/{dataset}/cnn-weak-fine.bin'
+        --cnn-weak '{work_weak}/{dataset}/cnn-weak-fine-plain.bin'
 """
 import argparse
 import itertools
@@ -83,21 +84,21 @@ def variant_name(granularity: str, negatives: str, transformer: bool = False) ->
 
 def pretrain(ds: str, weak: Path, work: Path, granularity: str, negatives: str, args, env) -> dict:
     """Step 3: weak pretraining of the CNN span model; its tok2vec weights. negatives:
-    "avoid" (weak-config's default: negatives overlap no weak span) or "plain" (any span)."""
+    "avoid" (negatives overlap no weak span) or "plain" (any non-weak span; weak-config's default)."""
     trf = args.encoder != "cnn"
     name = variant_name(granularity, negatives, trf)
     base = "sciner_spancat.cfg" if trf else "sciner_spancat_cnn.cfg"
-    out, cfg = work / f"pretrain-{name}", work / f"{'trf' if trf else 'cnn'}_weak_{granularity}.cfg"
+    out, cfg = work / f"pretrain-{name}", work / f"{'trf' if trf else 'cnn'}_weak_{granularity}_{negatives}.cfg"
     weights = work / (f"encoder-{name}" if trf else f"cnn-weak-{name}.bin")
     info_path = work / f"pretrain-{name}.json"
     if info_path.exists():
         return json.loads(info_path.read_text())
     run([sys.executable, "-m", "spacy_sciner", "weak-config", str(ROOT / "configs" / base), str(cfg),
-         "--granularity", granularity, "--max-steps", str(args.steps)], work / f"config-{granularity}.log", env)
+         "--granularity", granularity, "--max-steps", str(args.steps), "--negatives", negatives],
+        work / f"config-{granularity}-{negatives}.log", env)
     seconds = run([sys.executable, "-m", "spacy", "train", str(cfg), "--output", str(out), "--paths.weak", str(weak),
                    "--system.seed", str(args.seed), "--training.eval_frequency", str(args.eval_frequency),
                    "--training.logger.progress_bar", "false",
-                   *(["--components.sciner_spancat.negatives_avoid", "null"] if negatives == "plain" else []),
                    *(["--components.transformer.model.name", args.encoder] if trf else [])],
                   work / f"pretrain-{name}.log", env)
     export = ["export-encoder", str(out / "model-best"), str(weights), "--force"] if trf else \
@@ -167,7 +168,7 @@ def main(argv=None) -> int:
     p = convergence.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=["ncbi_disease"], choices=["ncbi_disease", "bc5cdr", "bionlp13cg"])
     p.add_argument("--granularities", nargs="+", default=["fine"], choices=["fine", "coarse"])
-    p.add_argument("--negatives", nargs="+", default=["avoid"], choices=["avoid", "plain"],
+    p.add_argument("--negatives", nargs="+", default=["plain"], choices=["avoid", "plain"],
                    help="avoid: negatives overlap no weak span (partial annotation); plain: any non-weak span")
     p.add_argument("--encoder", default="cnn", help="cnn (configs/sciner_spancat_cnn.cfg), or a transformer "
                    "name or path for configs/sciner_spancat.cfg (e.g. sciner-minilm; exported with export-encoder)")

@@ -29,7 +29,11 @@ def test_weak_config_keeps_the_model_and_swaps_the_data():
     base = load_config(CONFIGS / "sciner_spancat_cnn.cfg", interpolate=False)
     cfg = weak_config(base, granularity="coarse", max_steps=300)
     assert cfg["components"] == {**base["components"], "sciner_spancat": {
-        **base["components"]["sciner_spancat"], "negatives_avoid": ["sc"]}}
+        **base["components"]["sciner_spancat"], "negatives_avoid": None}}
+    avoid = weak_config(base, negatives="avoid")
+    assert avoid["components"]["sciner_spancat"]["negatives_avoid"] == ["sc"]
+    with pytest.raises(ValueError, match="negatives must be 'plain' or 'avoid'"):
+        weak_config(base, negatives="some")
     assert cfg["corpora"]["train"]["@readers"] == "spacy-sciner.WeakBalancedCorpus.v1"
     assert cfg["corpora"]["dev"]["split"] == "heldout" and cfg["weak"]["granularity"] == "coarse"
     assert cfg["training"]["max_steps"] == 300 and cfg["training"]["max_epochs"] == -1
