@@ -257,6 +257,16 @@ def size_key(size: str):
     return (1, 0) if size == "all" else (0, int(size))
 
 
+# The same system without the pretraining under test: the Δ column of the table.
+BASELINE = {"cnn_weak": "cnn", "cnn_weak_coarse": "cnn", "pft": "minilm", "weak_fine": "minilm", "weak_coarse": "minilm"}
+
+
+def delta(systems: dict, system: str) -> str:
+    """Mean F minus its baseline's mean F (same data set and size), or — without one."""
+    base = systems.get(BASELINE.get(system, ""))
+    return f"{100 * (systems[system]['mean'] - base['mean']):+.1f}" if base else "—"
+
+
 def write_markdown(results: dict, path: Path) -> None:
     s = results["settings"]
     lines = [f"# Few-shot benchmark ({s['machine']}{'; SMOKE: tiny random BERT, a few steps' if s['smoke'] else ''})", "",
@@ -265,11 +275,14 @@ def write_markdown(results: dict, path: Path) -> None:
              f"seed {s['sample_seed']} (nested; indices in the work folder), the same for every system and seed. "
              f"Dev: {s['dev_note']}. Steps per training size (every system): {s['steps']}; model-best on dev; "
              "sciner systems calibrated on dev (`sciner calibrate`), the CNN ner decodes as trained.", "",
-             "| dataset | size | system | test span F | seeds | flat ents F |", "|---|---|---|---:|---:|---:|"]
+             f"Δ: mean F minus the same system without the pretraining under test ({', '.join(f'{k} vs {v}' for k, v in BASELINE.items())}).", "",
+             "| dataset | size | system | test span F | Δ | seeds | flat ents F |", "|---|---|---|---:|---:|---:|---:|"]
     for ds in sorted(results["summary"]):
         for size in sorted(results["summary"][ds], key=size_key):
             for system, c in sorted(results["summary"][ds][size].items()):
-                lines.append(f"| {ds} | {size} | {system} | {100 * c['mean']:.1f} ± {100 * c['std']:.1f} | {c['n']} | "
+                systems = results["summary"][ds][size]
+                lines.append(f"| {ds} | {size} | {system} | {100 * c['mean']:.1f} ± {100 * c['std']:.1f} | "
+                             f"{delta(systems, system)} | {c['n']} | "
                              f"{100 * c['ents_f_mean']:.1f} |")
     if results.get("skipped"):
         lines += ["", "Skipped:", ""] + [f"- {k}: {v}" for k, v in sorted(results["skipped"].items())]

@@ -53,6 +53,12 @@ def test_encoder_skip_and_leakage_rules(tmp_path):
     assert parts.resolve_encoder(coarse, {"cnn_weak_coarse": str(tmp_path / "w{size}.bin")}, "scierc", 10)[0] == str(tmp_path / "w10.bin")
 
 
+def test_delta_against_the_system_without_pretraining():
+    systems = {"cnn": {"mean": 0.40}, "cnn_weak": {"mean": 0.455}, "spacy_ner_cnn": {"mean": 0.3}}
+    assert parts.delta(systems, "cnn_weak") == "+5.5"
+    assert parts.delta(systems, "spacy_ner_cnn") == "—" and parts.delta({"cnn_weak": {"mean": 0.4}}, "cnn_weak") == "—"
+
+
 def test_bad_arguments():
     with pytest.raises(SystemExit):
         fewshot.parse_args(["--systems", "nope"])
