@@ -178,6 +178,11 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
     for done in sorted(args.work.glob("*/size*/*/seed*/done.json")):
         r = json.loads(done.read_text())
         runs[f"{r['dataset']}/{r['size']}/{r['system']}/seed{r['seed']}"] = r
+    # every data set with runs, also those of earlier calls (their eval.json is in the work folder)
+    for ds in sorted({r["dataset"] for r in runs.values()} - set(eval_meta)):
+        meta_path = args.work / ds / "eval" / "eval.json"
+        if meta_path.exists():
+            eval_meta = {**eval_meta, ds: json.loads(meta_path.read_text())}
     dev_note = "; ".join(f"{ds} {m['dev_used']} of {m['dev_total']} dev sentences (seeded sample), test "
                          f"{m['test_used']} of {m['test_total']}" for ds, m in sorted(eval_meta.items())) or old.get("settings", {}).get("dev_note", "—")
     results = {

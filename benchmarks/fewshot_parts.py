@@ -301,6 +301,9 @@ def write_plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     datasets = sorted(results["summary"]) or ["(no runs)"]
+    # one colour per system in every panel
+    every = sorted({sy for sizes in results["summary"].values() for cells in sizes.values() for sy in cells})
+    colour = {sy: plt.get_cmap("tab10")(i % 10) for i, sy in enumerate(every)}
     fig, axes = plt.subplots(1, len(datasets), figsize=(5 * len(datasets), 4), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
         sizes = sorted(results["summary"].get(ds, {}), key=size_key)
@@ -308,7 +311,7 @@ def write_plot(results: dict, path: Path) -> None:
         for system in systems:
             pts = [(i, results["summary"][ds][sz][system]) for i, sz in enumerate(sizes) if system in results["summary"][ds][sz]]
             ax.errorbar([i for i, _ in pts], [100 * c["mean"] for _, c in pts], yerr=[100 * c["std"] for _, c in pts],
-                        marker="o", capsize=3, label=system)
+                        marker="o", capsize=3, label=system, color=colour[system])
         ax.set_xticks(range(len(sizes)))
         ax.set_xticklabels(sizes)
         ax.set_xlabel("training sentences")
