@@ -198,7 +198,8 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
                     if not any(key.startswith(k + "/") for key in runs)},
     }
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1))
+    # encoder paths under the home folder are written as ~/...: no machine's home in the results
+    tmp.write_text(json.dumps(results, indent=1).replace(json.dumps(str(Path.home()))[1:-1] + "/", "~/"))
     tmp.replace(path)
     parts.write_markdown(results, args.results / "fewshot.md")
     parts.write_plot(results, args.results / "fewshot.png")
