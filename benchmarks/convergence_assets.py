@@ -30,15 +30,28 @@ DOMAIN_PRETRAINING = {
 SMOKE = {"aux_lines": 300, "dim": 16, "vector_epochs": 1, "pretrain_epochs": 1}
 
 
-def _record(folder: Path, name: str, seconds: float) -> None:
+def _record(folder: Path, name: str, seconds: float, add: bool = False) -> None:
     path = folder / "assets.json"
     data = json.loads(path.read_text()) if path.exists() else {}
-    data[name] = round(seconds, 1)
+    data[name] = round(seconds + (data.get(name, 0.0) if add else 0.0), 1)
     path.write_text(json.dumps(data, indent=2))
 
 
-def _call(cmd, log: Path) -> None:
-    with open(log, "w") as out:
+def _unrecorded_seconds(out: Path, folder: Path, name: str) -> float:
+    """Time of an earlier pretraining call that was killed before it could record itself:
+    from its config.cfg (written at its start) to its last epoch file. Exact when that call
+    ran uninterrupted; 0 if the time is already recorded or nothing was saved."""
+    recorded = folder / "assets.json"
+    if recorded.exists() and f"{name}_s" in json.loads(recorded.read_text()):
+        return 0.0
+    saved = list(out.glob("model*.bin"))
+    if not saved or not (out / "config.cfg").exists():
+        return 0.0
+    return max(p.stat().st_mtime for p in saved) - (out / "config.cfg").stat().st_mtime
+
+
+def _call(cmd, log: Path, append: bool = False) -> None:
+    with open(log, "a" if append else "w") as out:
         rc = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT).returncode
     if rc:
         tail = log.read_text().strip().splitlines()[-1:] or ["(no output)"]
@@ -86,12 +99,13 @@ def pretrained_tok2vec(dataset: str, config: str, with_vectors: bool, folder: Pa
         cmd += ["--components.tok2vec.model.encode.width", "32", "--components.tok2vec.model.encode.depth", "1"]
     done = sorted(out.glob("model*.bin"), key=lambda p: int(p.stem[5:]) if p.stem[5:].isdigit() else -1)
     done = [p for p in done if p.stem[5:].isdigit()]
-    if done:  # resume after the last finished epoch
+    if done:  # resume after the last finished epoch; the pretraining time adds up over calls
         last = int(done[-1].stem[5:])
         cmd += ["--resume-path", str(done[-1]), "--epoch-resume", str(last + 1)]
+        _record(folder, f"{name}_s", _unrecorded_seconds(out, folder, name), add=True)
     start = time.time()
-    _call(cmd, folder / f"{name}.log")
-    _record(folder, f"{name}_s", time.time() - start)
+    _call(cmd, folder / f"{name}.log", append=bool(done))
+    _record(folder, f"{name}_s", time.time() - start, add=bool(done))
     if not final.exists():
         sys.exit(f"spacy pretrain wrote no {final} (see {folder / f'{name}.log'})")
     return final

@@ -128,3 +128,24 @@ def test_bad_arguments_fail_in_one_line(tmp_path, run):
         res = run("--smoke", "--state", tmp_path, *args, check=False)
         assert res.returncode == 2 and needle in res.stderr and len(res.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "runs").exists()
+
+
+def test_pretraining_time_adds_up_over_resumed_calls(tmp_path):
+    """A pretraining killed after its first epoch never recorded its time: the resumed call
+    adds it (config.cfg written at the start -> last epoch file) to its own."""
+    import os
+
+    import convergence_assets as assets
+
+    out = tmp_path / "pretrain-x"
+    out.mkdir()
+    (out / "config.cfg").write_text("")
+    (out / "model0.bin").write_bytes(b"")
+    os.utime(out / "config.cfg", (1000.0, 1000.0))
+    os.utime(out / "model0.bin", (1759.0, 1759.0))
+    assert assets._unrecorded_seconds(out, tmp_path, "pretrain-x") == 759.0
+    assets._record(tmp_path, "pretrain-x_s", 759.0, add=True)
+    assets._record(tmp_path, "pretrain-x_s", 100.0, add=True)
+    assert json.loads((tmp_path / "assets.json").read_text()) == {"pretrain-x_s": 859.0}
+    # once recorded, a later resume does not count the first call again
+    assert assets._unrecorded_seconds(out, tmp_path, "pretrain-x") == 0.0
