@@ -42,7 +42,6 @@ converged (each call continues the stopped ones), commit benchmarks/results/conv
     python benchmarks/convergence.py --smoke           # tiny random BERT, demo data, seconds
 """
 import argparse
-import itertools
 import json
 import os
 import shutil
@@ -55,10 +54,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spancat_bench  # noqa: E402  (prepare, evaluate, tune_spancat_threshold, model_dir)
 import convergence_assets  # noqa: E402  (floret vectors, spacy pretrain weights)
 from convergence_report import write_results  # noqa: E402
-from spacy.util import registry  # noqa: E402
+from convergence_callbacks import STOP_MARKER, read_curve, replace_dir  # noqa: E402
+from convergence_eval import evaluate_marks, evaluate_run, train_env  # noqa: E402
 
 ROOT = spancat_bench.ROOT
-THIS = Path(__file__).resolve()
+CALLBACKS = Path(__file__).resolve().parent / "convergence_callbacks.py"
 SYSTEMS = {
     # name: (config, needs the transformer)
     "spacy_ner_cnn": ("configs/spacy_ner_cnn.cfg", False),
@@ -79,140 +79,6 @@ SYSTEMS = {
 EVAL_FREQUENCY = {"scierc": (50, 200), "bionlp13cg": (100, 200), "demo": (2, 2)}
 EVAL_FREQUENCY_DEFAULT = (100, 200)
 PATIENCE_EVALS = (5, 8)  # transformer; CNN (8 x 200 = spaCy's stock patience of 1600 steps)
-STOP_MARKER = "stop.json"
-
-
-class ConvergenceStop(Exception):
-    """Raised by the before_update callback at an evaluation point to end a segment."""
-
-
-@registry.schedules("sciner_convergence.shifted.v1")
-def shifted_schedule(schedule, offset: int = -1, first=None):
-    """`schedule` continued after `offset` + 1 values (the steps 0..offset already done);
-    `first` (e.g. 0.0), if not None, is yielded before: the hold step of a resumed run."""
-    values = itertools.repeat(schedule) if isinstance(schedule, (int, float)) else iter(schedule)
-    for _ in range(offset + 1):
-        next(values)
-    if first is not None:
-        yield first
-    yield from values
-
-
-@registry.callbacks("sciner_convergence.stopper.v1")
-def make_stopper(curve: str, stop_file: str, checkpoint: str, model_last: str, eval_frequency: int,
-                 deadline: float, patience_steps: int, best_score: float, best_step: int, step_offset: int,
-                 seconds_offset: float = 0.0, marks: list = (), run_dir: str = ""):
-    """before_update callback: at the first step after each evaluation, copy model-last to
-    `checkpoint` (atomically, with a fingerprint of the weights) and stop the segment when
-    the global patience is used up or the next evaluation would end after `deadline` (unix
-    time; 0: none). In a continued segment (step_offset >= 0) the first call also writes
-    the fingerprint of the weights after the lr-0 hold step to resume.json.
-
-    Time marks (minutes of global training time): when an evaluation first passes a mark,
-    the best checkpoint as of the evaluation before (RUN/best-copy, kept by this callback)
-    is copied to RUN/marks/<minutes>, for test F at equal wall time."""
-    # prev: global seconds of the previous evaluation (a mark is passed between two evaluations)
-    state = {"last": time.time(), "best": best_score, "prev": seconds_offset if step_offset >= 0 else None}
-    seg_dir = Path(stop_file).parent
-
-    def before_update(nlp, args):
-        step = args["step"]
-        if step == 0 or (step - 1) % eval_frequency:
-            return
-        now = time.time()
-        interval, state["last"] = now - state["last"], now
-        records = read_curve(Path(curve))
-        if not records:
-            return
-        last = records[-1]
-        fp = fingerprint(nlp)
-        if step == 1 and step_offset >= 0:
-            (seg_dir / "resume.json").write_text(json.dumps({"fingerprint": fp, "score": last["score"]}))
-        save_checkpoint(Path(model_last), Path(checkpoint), {**last, "fingerprint": fp})
-        own = records[1:] if step_offset >= 0 else records  # a continued segment's step 0 re-scores the saved model
-        if run_dir and own:
-            snapshot_marks(Path(run_dir), Path(model_last), last, state, marks,
-                           last["seconds"] + (seconds_offset - records[0]["seconds"] if step_offset >= 0 else 0.0),
-                           last["step"] + max(step_offset, 0))
-        top = max([(r["score"] or 0.0, -(r["step"] + max(step_offset, 0))) for r in own] + [(best_score, -best_step)])
-        global_step = last["step"] + max(step_offset, 0)
-        reason = None
-        if patience_steps and global_step - (-top[1]) >= patience_steps:
-            reason = "converged"
-        elif deadline and now + interval > deadline:
-            reason = "time budget"
-        if reason:
-            Path(stop_file).write_text(json.dumps({"reason": reason, "step": last["step"], "fingerprint": fp}))
-            raise ConvergenceStop(reason)
-
-    return before_update
-
-
-def snapshot_marks(run_dir: Path, model_last: Path, last: dict, state: dict, marks, seconds: float, step: int) -> None:
-    """Copy best-copy (the best weights up to the previous evaluation) to marks/<m> for each
-    mark this evaluation passes first; then make this evaluation best-copy if it is best."""
-    for minutes in marks:
-        target = run_dir / "marks" / f"{minutes:g}"
-        passed_now = state["prev"] is not None and state["prev"] <= 60 * minutes < seconds
-        if passed_now and not target.exists() and (run_dir / "best-copy").exists():
-            replace_dir(run_dir / "best-copy", target)
-    state["prev"] = seconds
-    if (last["score"] or 0.0) > state["best"]:
-        state["best"] = last["score"] or 0.0
-        replace_dir(model_last, run_dir / "best-copy")
-        (run_dir / "best-copy" / "best.json").write_text(json.dumps({"step": step, "seconds": round(seconds, 3), "score": state["best"]}))
-
-
-def fingerprint(nlp) -> float:
-    """Sum of |w| over every weight of the pipeline (thinc params and PyTorch shims), in
-    float64: equal before saving and after reloading iff the weights are the same."""
-    import numpy
-
-    total, seen = 0.0, set()
-    for _, proc in nlp.pipeline:
-        model = getattr(proc, "model", None)
-        if not hasattr(model, "walk"):
-            continue
-        for node in model.walk():
-            if node.id in seen:
-                continue
-            seen.add(node.id)
-            for name in node.param_names:
-                if node.has_param(name):
-                    total += float(numpy.abs(node.ops.to_numpy(node.get_param(name)).astype("float64")).sum())
-            for shim in node.shims:
-                torch_model = getattr(shim, "_model", None)
-                if id(shim) not in seen and hasattr(torch_model, "parameters"):
-                    seen.add(id(shim))
-                    total += sum(float(t.detach().double().abs().sum()) for t in torch_model.parameters())
-    return total
-
-
-def read_curve(path: Path) -> list:
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by a kill
-            break
-    return records
-
-
-def save_checkpoint(model_last: Path, checkpoint: Path, record: dict) -> None:
-    """Copy model-last (saved by spaCy at that evaluation) to `checkpoint`, crash-safe."""
-    if not model_last.exists():
-        return
-    tmp, old = checkpoint.with_name(checkpoint.name + "-tmp"), checkpoint.with_name(checkpoint.name + "-old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(model_last, tmp)
-    (tmp / "checkpoint.json").write_text(json.dumps({k: record[k] for k in ("step", "score", "seconds", "fingerprint")}))
-    if checkpoint.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        checkpoint.rename(old)
-    tmp.rename(checkpoint)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------- runs
@@ -337,7 +203,7 @@ def train_segment(run: Run, args, corpus: Path) -> str:
                "seconds_offset": run.offset[1] if run.offset else 0.0, "from": "model-last" if run.offset else "scratch"}
     run.m["segments"].append(segment)
     run.m["status"] = "running"
-    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(seg_dir), "--code", str(THIS),
+    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(seg_dir), "--code", str(CALLBACKS),
            "--gpu-id", str(args.gpu_id)]
     segment.update({"command": " ".join(cmd[1:]), "budget_minutes": args.max_minutes, "threads": args.threads or None})
     run.save()
@@ -407,86 +273,12 @@ def finish_segment(run: Run, seg_dir: Path, rc, wall: float) -> str:
     return run.m["status"]
 
 
-def replace_dir(src: Path, dst: Path) -> None:
-    tmp = dst.with_name(dst.name + "-tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(src, tmp)
-    shutil.rmtree(dst, ignore_errors=True)
-    tmp.rename(dst)
-
-
 def recover(run: Run) -> None:
     """A segment left unfinished by a killed session: merge what was checkpointed."""
     segs = run.m["segments"]
     if segs and not segs[-1].get("finished"):
         print(f"[{run.key}] recovering interrupted segment {segs[-1]['index']}", flush=True)
         finish_segment(run, Path(segs[-1]["dir"]), None, 0.0)
-
-
-def train_env(args) -> dict:
-    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    if args.threads:
-        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(args.threads)
-    return env
-
-
-# ---------------------------------------------------------------------- evaluation
-
-
-def evaluate_run(run: Run, args, corpus: Path, checkpoint: str = "model-best") -> dict:
-    """Dev-chosen decision rule on a checkpoint (model-best: sciner also model-last), then test F."""
-    edir = run.dir / ("eval" if checkpoint == "model-best" else f"eval-{checkpoint.replace('/', '-')}")
-    shutil.rmtree(edir, ignore_errors=True)
-    edir.mkdir(parents=True)
-    selected = run.dir / checkpoint
-    info = {"checkpoint": checkpoint}
-    if run.system.startswith("sciner_spancat"):
-        out = edir / "calibrated"
-        also = ["--also", str(run.dir / "model-last")] if checkpoint == "model-best" else []
-        cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(selected),
-                              str(corpus / "dev.spacy"), str(out), *also],
-                             capture_output=True, text=True, cwd=ROOT, env=train_env(args))
-        if cal.returncode:
-            raise RuntimeError(f"calibrate failed: {(cal.stderr or cal.stdout)[-500:]}")
-        info["calibration_log"] = cal.stdout[-1500:]
-        selected = out
-    elif run.system == "spacy_spancat":
-        info["calibration"] = spancat_bench.tune_spancat_threshold(selected, corpus / "dev.spacy", edir / "calibrated")
-        selected = edir / "calibrated"
-    # spancat_bench.evaluate loads model_dir(dataset, system, work): point both names there.
-    work = edir / "work"
-    (work / run.dataset / run.system).mkdir(parents=True)
-    for name in ("model-best", "model-calibrated"):
-        (work / run.dataset / run.system / name).symlink_to(selected.resolve())
-    t0 = time.time()
-    info.update(spancat_bench.evaluate(run.dataset, run.system, corpus, work))
-    info["test_eval_seconds"] = round(time.time() - t0, 1)
-    shutil.rmtree(work, ignore_errors=True)
-    return info
-
-
-def evaluate_marks(run: Run, args, corpus: Path) -> None:
-    """Test F of the best checkpoint at each time mark (the same as at the end when the run
-    converged before the mark or its best did not change after it)."""
-    final_best = run.m["best"]["step"]
-    marks = run.m.setdefault("marks", {})
-    for minutes in args.marks:
-        key, snap = f"{minutes:g}", run.dir / "marks" / f"{minutes:g}"
-        if key in marks:
-            continue
-        if snap.exists():
-            info = json.loads((snap / "best.json").read_text())
-            if info["step"] != final_best:
-                info["evaluation"] = {k: v for k, v in evaluate_run(run, args, corpus, f"marks/{key}").items() if k != "calibration_log"}
-            else:
-                info["evaluation"] = "final"
-        elif run.m["status"] in ("converged", "max steps") and run.m["curve"][-1]["seconds"] <= 60 * minutes:
-            info = {**{k: run.m["best"][k] for k in ("step", "seconds", "score")}, "evaluation": "final"}
-        else:
-            continue
-        marks[key] = info
-        run.save()
 
 
 # ---------------------------------------------------------------------------- main
