@@ -152,13 +152,16 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
         cfg["components"]["transformer"]["model"]["name"] = st["encoder"]
     elif args.smoke:  # a small CNN for the smoke test
         cfg["components"]["tok2vec"]["model"]["encode"].update({"width": 32, "depth": 1})
-    domain = convergence_assets.overrides(run.system, run.dataset, config_path, args.state, spancat_bench.DATA, args.smoke)
+    domain = convergence_assets.overrides(run.system, run.dataset, config_path, args.state, spancat_bench.DATA, args.smoke,
+                                          pretrain_epochs=st.get("pretrain_epochs", 5))
     if "vectors" in domain:  # every segment: [initialize] loads them into the vocab
         cfg["paths"]["vectors"] = domain["vectors"]
         if not offset:
             cfg["components"]["tok2vec"]["model"]["embed"]["include_static_vectors"] = True
     if "init_tok2vec" in domain and not offset:  # a continued segment has its own trained weights
         cfg["paths"]["init_tok2vec"] = domain["init_tok2vec"]
+    if domain and not offset:
+        run.m["domain_assets"] = convergence_assets.build_seconds(domain, args.state / "assets" / run.dataset)
     out = seg_dir / "config.cfg"
     cfg.to_disk(out)
     return out
@@ -173,6 +176,8 @@ def run_settings(run: Run, args, transformer: bool) -> dict:
     if transformer:
         fresh.update({"encoder": args.encoder, "lr": args.lr, "warmup_steps": args.warmup_steps,
                       "batch_words": args.batch_words, "schedule": "warmup_linear to 0 at max_steps"})
+    if convergence_assets.DOMAIN_PRETRAINING.get(run.system, (False, False))[1]:
+        fresh["pretrain_epochs"] = args.pretrain_epochs
     if not run.m.get("settings"):
         run.m["settings"] = fresh
     elif run.m["settings"] != fresh:
@@ -314,6 +319,7 @@ def parse_args(argv=None):
     p.add_argument("--warmup-steps", type=int, default=100, help="Transformer systems: linear warm-up, then linear decay to 0 at --max-steps")
     p.add_argument("--batch-words", type=int, default=500, help="Transformer systems: words per batch")
     p.add_argument("--encoder", default="sciner-minilm")
+    p.add_argument("--pretrain-epochs", type=int, default=5, help="*_pretrain systems: spacy pretrain epochs on the aux text (the project's pretrain_epochs; resumed from the epochs saved)")
     p.add_argument("--marks", nargs="+", type=float, default=None, help="Minutes at which to report dev F (default 15 30 60)")
     p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
     p.add_argument("--results", type=Path, default=None, help="Default benchmarks/results (smoke: STATE/results)")

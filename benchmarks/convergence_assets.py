@@ -111,8 +111,10 @@ def pretrained_tok2vec(dataset: str, config: str, with_vectors: bool, folder: Pa
     return final
 
 
-def overrides(system: str, dataset: str, config: str, state: Path, data_dir: Path, smoke: bool) -> Dict[str, str]:
-    """``{"vectors": dir, "init_tok2vec": file}`` for a domain-pretrained system, else {}."""
+def overrides(system: str, dataset: str, config: str, state: Path, data_dir: Path, smoke: bool,
+              pretrain_epochs: int = 5) -> Dict[str, str]:
+    """``{"vectors": dir, "init_tok2vec": file}`` for a domain-pretrained system, else {}:
+    the weights after ``pretrain_epochs`` epochs of spacy pretrain (more epochs continue)."""
     if system not in DOMAIN_PRETRAINING:
         return {}
     use_vectors, use_pretrain = DOMAIN_PRETRAINING[system]
@@ -123,5 +125,18 @@ def overrides(system: str, dataset: str, config: str, state: Path, data_dir: Pat
         out["vectors"] = str(vectors(dataset, folder, data_dir, smoke))
     if use_pretrain:
         out["init_tok2vec"] = str(pretrained_tok2vec(dataset, config, use_vectors, folder, data_dir, smoke,
-                                                     small_cnn=smoke))
+                                                     epochs=pretrain_epochs, small_cnn=smoke))
+    return out
+
+
+def build_seconds(domain: Dict[str, str], folder: Path) -> Dict[str, float]:
+    """Build time of each asset in ``domain`` (an ``overrides`` result), from assets.json:
+    ``{"vectors": s, "pretrain": s}`` — a cost of the system that its training time omits."""
+    path = folder / "assets.json"
+    built = json.loads(path.read_text()) if path.exists() else {}
+    out = {}
+    if "vectors" in domain:
+        out["vectors"] = built.get("vectors_s")
+    if "init_tok2vec" in domain:
+        out["pretrain"] = built.get(f"{Path(domain['init_tok2vec']).parent.name}_s")
     return out

@@ -97,6 +97,10 @@ def write_markdown(results: dict, path: Path) -> None:
               "moments, the data order restarts; schedules shifted by the steps done)."]
     for key, r in sorted(results["runs"].items()):
         lines += ["", f"- `{key}`: {json.dumps(r.get('settings', {}))}"]
+        if r.get("domain_assets"):
+            lines.append("  - domain pretraining, built once per data set before the first segment (not in train min): "
+                         + ", ".join(f"{k} {v / 60:.1f} min" if v is not None else f"{k} ? min"
+                                     for k, v in r["domain_assets"].items()))
         for seg in r.get("segments") or []:
             lines.append(f"  - segment {seg['index']} from {seg['from']} at step {seg['step_offset']}, started "
                          f"{seg.get('started', '?')}: {seg.get('stop', '?')} after {seg.get('wall_seconds', 0) / 60:.1f} min wall "

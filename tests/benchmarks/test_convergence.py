@@ -115,6 +115,10 @@ def test_domain_pretrained_cnn_uses_vectors_and_pretrained_weights(tmp_path, run
     assert f"init_tok2vec = \"{weights}\"" in seg0 and "include_static_vectors = true" in seg0
     nlp = spacy.load(state / "runs" / "demo" / f"{system}-seed0" / "model-last")
     assert nlp.vocab.vectors.mode == "floret" and nlp.vocab.vectors.shape == (50000, 16)
+    manifest = json.loads((state / "runs" / "demo" / f"{system}-seed0" / "manifest.json").read_text())
+    built = json.loads((assets / "assets.json").read_text())
+    assert manifest["domain_assets"] == {"vectors": built["vectors_s"], "pretrain": built["pretrain-sciner_spancat_cnn-floret_s"]}
+    assert "domain pretraining, built once per data set" in (results / "convergence.md").read_text()
     run(*common, "--patience-evals", "1")
     seg1 = (state / "runs" / "demo" / f"{system}-seed0" / "segment-1" / "config.cfg").read_text()
     assert "init_tok2vec = null" in seg1 and f"vectors = \"{assets / 'vectors'}\"" in seg1
