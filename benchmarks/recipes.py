@@ -82,12 +82,24 @@ def measure(runs: list, state: Path, n_sentences: int, rounds: int) -> dict:
     return speeds
 
 
+def conditions(speeds: dict, meta: dict) -> str:
+    """Threads and load average of the measurements: one phrase, or one per data set when
+    they were measured in different calls (--datasets)."""
+    def phrase(m):
+        return f"{m['threads']} thread(s), load average {m['load_start']:.1f} -> {m['load_end']:.1f}"
+
+    metas = {ds: s.get("meta", meta) for ds, s in sorted(speeds.items())}
+    if len({json.dumps(m, sort_keys=True) for m in metas.values()}) <= 1:
+        return phrase(next(iter(metas.values()), meta))
+    return "; ".join(f"{ds}: {phrase(m)} ({m['updated'][:10]})" for ds, m in metas.items())
+
+
 def table(conv: dict, speeds: dict, meta: dict) -> str:
     lines = ["# Recipes: accuracy, training time, inference speed", "",
              f"Test span F: best dev checkpoint of each convergence.py run, decision rule chosen on dev "
              f"(benchmarks/results/convergence.md says how far each run got). Inference: `nlp.pipe` from words, "
-             f"batch 64, median of {meta['rounds']} interleaved rounds after a warm-up, {meta['threads']} thread(s), "
-             f"load average {meta['load_start']:.1f} -> {meta['load_end']:.1f}; fast-recipe target {FAST_TARGET:,} words/s.", "",
+             f"batch 64, median of {meta['rounds']} interleaved rounds after a warm-up, {conditions(speeds, meta)}; "
+             f"fast-recipe target {FAST_TARGET:,} words/s.", "",
              "| dataset | recipe | transformer | run status | test span F | best dev F | min to best / trained | words/s | ≥ 5k w/s |",
              "|---|---|---|---|---:|---:|---|---:|---|"]
     for r in sorted(conv["runs"].values(), key=lambda r: (r["dataset"], -(r["summary"]["test_spans_f"] or 0))):
@@ -110,6 +122,8 @@ def main(argv=None) -> int:
     p.add_argument("--sentences", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2, help="torch/BLAS threads (the 2-core machine: 2)")
+    p.add_argument("--datasets", nargs="+", default=None,
+                   help="Measure only these data sets; the speeds of the others stay as recipes.json has them")
     p.add_argument("--report-only", action="store_true")
     args = p.parse_args(argv)
     if not args.convergence.exists():
@@ -125,11 +139,18 @@ def main(argv=None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-        runs = [r for r in conv["runs"].values() if r["summary"]["test_spans_f"] is not None]
+        runs = [r for r in conv["runs"].values() if r["summary"]["test_spans_f"] is not None
+                and (not args.datasets or r["dataset"] in args.datasets)]
         load_start = os.getloadavg()[0]
         speeds = measure(runs, args.state, args.sentences, args.rounds)
         meta = {"rounds": args.rounds, "threads": args.threads, "load_start": load_start,
                 "load_end": os.getloadavg()[0], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        for measured in speeds.values():
+            measured["meta"] = meta
+        if args.datasets and out.exists():  # keep the other data sets' speeds with their own conditions
+            saved = json.loads(out.read_text())
+            for ds, measured in saved["speeds"].items():
+                speeds.setdefault(ds, {**measured, "meta": measured.get("meta", saved["meta"])})
         out.write_text(json.dumps({"meta": meta, "speeds": speeds}, indent=2) + "\n")
     args.results.with_suffix(".md").write_text(table(conv, speeds, meta))
     print(args.results.with_suffix(".md").read_text())

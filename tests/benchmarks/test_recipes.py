@@ -64,3 +64,20 @@ def test_scored_model_is_the_evaluated_copy(tmp_path):
     assert recipes.scored_model(tmp_path, "sciner_spancat_cnn") == tmp_path / "eval" / "calibrated"
     assert recipes.scored_model(tmp_path, "spacy_spancat") == tmp_path / "eval" / "calibrated"
     assert recipes.scored_model(tmp_path, "spacy_ner_cnn") == tmp_path / "model-best"
+
+
+def test_datasets_option_keeps_the_other_speeds_with_their_conditions(state):
+    """--datasets measures only those; a data set measured in an earlier call keeps its
+    speeds and its own thread/load record, and the table names each one's conditions."""
+    out = state / "recipes"
+    old_meta = {"rounds": 3, "threads": 1, "load_start": 2.2, "load_end": 2.1, "updated": "2026-11-01T00:00:00Z"}
+    out.with_suffix(".json").write_text(json.dumps({"meta": old_meta, "speeds": {
+        "other": {"sentences": 5, "words": 50, "words_per_s": {"sciner_spancat_cnn": {"median": 9000.0, "all": [9000.0]}}}}}))
+    args = ["--state", state / "state", "--convergence", state / "convergence.json", "--results", out,
+            "--sentences", "50", "--rounds", "1", "--threads", "1", "--datasets", "demo"]
+    assert recipes.main([str(a) for a in args]) == 0
+    saved = json.loads(out.with_suffix(".json").read_text())["speeds"]
+    assert saved["other"]["words_per_s"]["sciner_spancat_cnn"]["median"] == 9000.0
+    assert saved["other"]["meta"] == old_meta and saved["demo"]["meta"]["rounds"] == 1
+    text = out.with_suffix(".md").read_text()
+    assert "other: 1 thread(s), load average 2.2 -> 2.1 (2026-11-01)" in text and "demo: 1 thread(s)" in text
