@@ -56,6 +56,11 @@ def words_per_s(nlp, texts: list, batch_size: int = 64) -> float:
     return sum(map(len, texts)) / (time.perf_counter() - start)
 
 
+def speed_key(run: dict) -> str:
+    """Where a run's speed is stored in recipes.json: system, and the seed if not 0."""
+    return run["system"] if run["seed"] == 0 else f"{run['system']}-seed{run['seed']}"
+
+
 def measure(runs: list, state: Path, n_sentences: int, rounds: int) -> dict:
     """Words/s of each evaluated run's scored model, per data set, interleaved rounds."""
     import spacy
@@ -70,7 +75,7 @@ def measure(runs: list, state: Path, n_sentences: int, rounds: int) -> dict:
                 if not (path / "config.cfg").exists():
                     print(f"[{ds}/{r['system']}] no scored model at {path}: skipped", flush=True)
                     continue
-                pipes[r["system"]] = spacy.load(path)
+                pipes[speed_key(r)] = spacy.load(path)
         for nlp in pipes.values():  # warm-up: allocations, lazy initialisation
             words_per_s(nlp, texts)
         measured = {name: [] for name in pipes}
@@ -104,12 +109,16 @@ def table(conv: dict, speeds: dict, meta: dict) -> str:
              "|---|---|---|---|---:|---:|---|---:|---|"]
     for r in sorted(conv["runs"].values(), key=lambda r: (r["dataset"], -(r["summary"]["test_spans_f"] or 0))):
         s = r["summary"]
-        speed = speeds.get(r["dataset"], {}).get("words_per_s", {}).get(r["system"])
+        measured = speeds.get(r["dataset"], {}).get("words_per_s", {})
+        # seed 0's speed may be stored under the system alone (recipes.json before seeds were keys)
+        speed = measured.get(speed_key(r)) or (measured.get(r["system"]) if r["seed"] == 0 else None)
+        several = sum(o["dataset"] == r["dataset"] and o["system"] == r["system"] for o in conv["runs"].values()) > 1
+        recipe = f"{r['system']} (seed {r['seed']})" if several else r["system"]
         wps = f"{speed['median']:,.0f}" if speed else "—"
         ok = ("yes" if speed["median"] >= FAST_TARGET else "no") if speed else "—"
         test = f"{100 * s['test_spans_f']:.1f}" if s["test_spans_f"] is not None else "—"
         trf = "yes" if convergence.SYSTEMS.get(r["system"], (None, False))[1] else "no"
-        lines.append(f"| {r['dataset']} | {r['system']} | {trf} | {s['status']} | {test} | {100 * s['best_dev_f']:.1f} | "
+        lines.append(f"| {r['dataset']} | {recipe} | {trf} | {s['status']} | {test} | {100 * s['best_dev_f']:.1f} | "
                      f"{s['best_seconds'] / 60:.0f} / {s['train_seconds'] / 60:.0f} | {wps} | {ok} |")
     return "\n".join(lines) + "\n"
 

@@ -81,3 +81,22 @@ def test_datasets_option_keeps_the_other_speeds_with_their_conditions(state):
     assert saved["other"]["meta"] == old_meta and saved["demo"]["meta"]["rounds"] == 1
     text = out.with_suffix(".md").read_text()
     assert "other: 1 thread(s), load average 2.2 -> 2.1 (2026-11-01)" in text and "demo: 1 thread(s)" in text
+
+
+def test_each_seed_gets_its_own_speed_and_label(state):
+    """Two seeds of one system: each row is labelled with its seed and shows the speed of its
+    own model (seed 0 has none here: '—', not seed 1's)."""
+    runs_dir = state / "state" / "runs" / "demo"
+    (runs_dir / "spacy_ner_cnn-seed0").rename(runs_dir / "spacy_ner_cnn-seed1")
+    conv = json.loads((state / "convergence.json").read_text())
+    conv["runs"]["demo/spacy_ner_cnn/1"] = {**conv["runs"]["demo/spacy_ner_cnn/0"], "seed": 1}
+    (state / "convergence.json").write_text(json.dumps(conv))
+    out = state / "recipes"
+    args = ["--state", state / "state", "--convergence", state / "convergence.json", "--results", out,
+            "--sentences", "20", "--rounds", "1", "--threads", "1"]
+    assert recipes.main([str(a) for a in args]) == 0
+    assert list(json.loads(out.with_suffix(".json").read_text())["speeds"]["demo"]["words_per_s"]) == ["spacy_ner_cnn-seed1"]
+    rows = {line.split(" | ")[1]: line.split(" | ")[7] for line in out.with_suffix(".md").read_text().splitlines()
+            if line.startswith("| demo")}
+    assert rows["spacy_ner_cnn (seed 0)"] == "—" and rows["spacy_ner_cnn (seed 1)"] != "—"
+    assert rows["sciner_spancat_cnn"] == "—"
