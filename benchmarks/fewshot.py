@@ -187,17 +187,19 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
                          f"{m['test_used']} of {m['test_total']}" for ds, m in sorted(eval_meta.items())) or old.get("settings", {}).get("dev_note", "—")
     results = {
         "settings": {"machine": f"{os.cpu_count()} CPU cores", "smoke": args.smoke, "seeds": args.seeds,
-                     "sample_seed": args.sample_seed, "steps": args.steps_for, "evals_per_run": args.evals,
+                     # sizes and encoders of earlier calls stay: a call may add sizes or systems
+                     "sample_seed": args.sample_seed, "steps": {**old.get("settings", {}).get("steps", {}), **args.steps_for},
+                     "evals_per_run": args.evals,
                      "dev_sentences": args.dev_sentences, "test_sentences": args.test_sentences, "dev_note": dev_note,
                      "lr": args.lr, "batch_words": args.batch_words, "target_recall": args.target_recall,
-                     "encoders": {k: v for k, v in args.templates.items() if v},
+                     "encoders": {**old.get("settings", {}).get("encoders", {}), **{k: v for k, v in args.templates.items() if v}},
                      "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
         "runs": runs, "summary": parts.summarize(runs),
         # a skip note stays until that system has a run there
         "skipped": {k: v for k, v in {**old.get("skipped", {}), **skipped}.items()
                     if not any(key.startswith(k + "/") for key in runs)},
     }
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two calls may run side by side (one per core)
     # encoder paths under the home folder are written as ~/...: no machine's home in the results
     tmp.write_text(json.dumps(results, indent=1).replace(json.dumps(str(Path.home()))[1:-1] + "/", "~/"))
     tmp.replace(path)
