@@ -200,8 +200,10 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
                     if not any(key.startswith(k + "/") for key in runs)},
     }
     tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two calls may run side by side (one per core)
-    # encoder paths under the home folder are written as ~/...: no machine's home in the results
-    tmp.write_text(json.dumps(results, indent=1).replace(json.dumps(str(Path.home()))[1:-1] + "/", "~/"))
+    # paths in the checkout are written relative to it, those under the home folder as ~/...:
+    # no machine's folders in the results
+    text = json.dumps(results, indent=1).replace(json.dumps(str(ROOT))[1:-1] + "/", "")
+    tmp.write_text(text.replace(json.dumps(str(Path.home()))[1:-1] + "/", "~/"))
     tmp.replace(path)
     parts.write_markdown(results, args.results / "fewshot.md")
     parts.write_plot(results, args.results / "fewshot.png")
