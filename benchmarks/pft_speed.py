@@ -134,7 +134,7 @@ def loader_throughput(examples, vocab, batch_size: int, n_batches: int, workers:
     for objective in LOADER_OBJECTIVES:
         dataset = MicroBatches(packed if workers else examples, parse_objective(objective), vocab, batch_size,
                                seed=0, mask_ratio=0.15, start=0, stop=n_batches)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0 = time.perf_counter()
         batches = micro_batches(dataset, workers, pin_memory=pin)
         next(batches)
         t1, c1 = time.perf_counter(), time.process_time()

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..encoders import resolve_encoder
-from .masking import TOKEN_OBJECTIVES, MaskedBatch
+from .masking import MaskedBatch
 
 logger = logging.getLogger(__name__)
 

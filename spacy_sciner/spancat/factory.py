@@ -1,6 +1,6 @@
 """The ``sciner_spancat`` factory and its default settings (the component is in
 ``component.py``)."""
-from typing import Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -10,6 +10,9 @@ from thinc.types import Floats2d, Ragged
 from ..multiprocess import install_fork_guard
 from ..scoring import DEFAULT_SPANS_KEY
 from .candidates import Suggester
+
+if TYPE_CHECKING:  # component.py imports this module
+    from .component import SciNERSpanCategorizer
 
 default_model_config = """
 [model]

@@ -6,7 +6,7 @@ import numpy
 import pytest
 import spacy
 from spacy.language import Language
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_sciner.spancat.component import SciNERSpanCategorizer
