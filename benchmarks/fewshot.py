@@ -186,8 +186,9 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
     dev_note = "; ".join(f"{ds} {m['dev_used']} of {m['dev_total']} dev sentences (seeded sample), test "
                          f"{m['test_used']} of {m['test_total']}" for ds, m in sorted(eval_meta.items())) or old.get("settings", {}).get("dev_note", "—")
     results = {
-        "settings": {"machine": f"{os.cpu_count()} CPU cores", "smoke": args.smoke, "seeds": args.seeds,
-                     # sizes and encoders of earlier calls stay: a call may add sizes or systems
+        # seeds, sizes and encoders of earlier calls stay: a call may add seeds, sizes or systems
+        "settings": {"machine": f"{os.cpu_count()} CPU cores", "smoke": args.smoke,
+                     "seeds": sorted({*old.get("settings", {}).get("seeds", []), *args.seeds}),
                      "sample_seed": args.sample_seed, "steps": {**old.get("settings", {}).get("steps", {}), **args.steps_for},
                      "evals_per_run": args.evals,
                      "dev_sentences": args.dev_sentences, "test_sentences": args.test_sentences, "dev_note": dev_note,

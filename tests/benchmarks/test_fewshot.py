@@ -118,10 +118,11 @@ def test_smoke_outputs(smoke, capsys):
     assert fewshot.main(argv) == 0
     out = capsys.readouterr().out
     assert "training (" not in out and out.count("done before") == 8
-    # A later call with other sizes keeps the earlier calls' steps in the settings.
-    assert fewshot.main(argv + ["--report-only", "--sizes", "30", "--steps", "7"]) == 0
+    # A later call with other sizes and seeds keeps the earlier calls' steps and seeds.
+    assert fewshot.main(argv + ["--report-only", "--sizes", "30", "--steps", "7", "--seeds", "3"]) == 0
     settings = json.loads((work / "results" / "fewshot.json").read_text())["settings"]
     assert settings["steps"] == {"10": 2, "20": 2, "30": 7}
+    assert settings["seeds"] == [0, 3]
     assert "weak_fine" in settings["encoders"] and set(results["runs"]) <= set(
         json.loads((work / "results" / "fewshot.json").read_text())["runs"])
 
