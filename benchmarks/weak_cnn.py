@@ -138,6 +138,23 @@ def zero_shot(ds: str, corpus: Path, work: Path, pre: dict, env) -> dict:
             "gazetteer": gazetteer_baseline(ds, corpus, work, env)}
 
 
+def save(path: Path, ds: str, res: dict, meta: dict) -> None:
+    """Merge one data set's results into those on disk and rewrite them. The file is read again
+    just before writing because two runs on different data sets (or encoders) may be running at
+    once: writing a snapshot taken at start would drop the other run's rows.
+    """
+    out = path.with_suffix(".json")
+    results = json.loads(out.read_text()) if out.exists() else {"datasets": {}}
+    results.update(meta)
+    disk = results["datasets"].setdefault(ds, {})
+    for key, value in res.items():
+        if isinstance(value, dict) and isinstance(disk.get(key), dict):
+            disk[key].update(value)
+        else:
+            disk[key] = value
+    write_results(results, path)
+
+
 def write_results(results: dict, path: Path) -> None:
     path.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
     lines = ["# Weak pretraining of the span model: zero-shot", "",
@@ -201,7 +218,7 @@ def main(argv=None) -> int:
             print(f"[{ds}] weak pretraining ({name}, {args.steps} updates)", flush=True)
             pre = res.setdefault("pretrain", {})[name] = pretrain(ds, weak, work, g, neg, args, env)
             res.setdefault("zero_shot", {})[name] = zero_shot(ds, corpus, work, pre, env)
-            write_results(results, args.results)
+            save(args.results, ds, res, {k: results[k] for k in ("lines", "steps", "seed", "threads")})
             print(f"[{ds}] {name}: {json.dumps(res['zero_shot'][name])[:400]}", flush=True)
     return 0
 

@@ -1,4 +1,5 @@
 """benchmarks/weak_cnn.py: zero-shot only where the weak labels are the target's; the table."""
+import json
 import sys
 from pathlib import Path
 
@@ -28,6 +29,22 @@ def test_table_rows(tmp_path):
     rows = [r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi")]
     assert rows == ["| ncbi_disease | fine | 77 | 10 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | 50.0 / 25.0 / **33.3** |",
                     "| ncbi_disease | coarse | 77 | — | 0.5 | — | n/a: weak types ≠ target types | — |"]
+
+
+def test_save_keeps_rows_of_a_concurrent_run(tmp_path):
+    """Two runs (different data sets, or the same set with another granularity) started from
+    the same file both keep their rows: save() merges into what is on disk at write time."""
+    meta = {"lines": 100, "steps": 10, "seed": 0, "threads": 1}
+    row = {"steps": 10, "train_seconds": 60, "heldout_weak_scores": {}}
+    weak_cnn.save(tmp_path / "weak_cnn", "bc5cdr", {"pretrain": {"trf-fine-plain": row}}, meta)
+    # A second process whose snapshot predates the first write:
+    weak_cnn.save(tmp_path / "weak_cnn", "bionlp13cg", {"pretrain": {"trf-fine-plain": row}}, meta)
+    weak_cnn.save(tmp_path / "weak_cnn", "bc5cdr", {"pretrain": {"trf-coarse-plain": row}}, meta)
+    saved = json.loads((tmp_path / "weak_cnn.json").read_text())["datasets"]
+    assert sorted(saved) == ["bc5cdr", "bionlp13cg"]
+    assert sorted(saved["bc5cdr"]["pretrain"]) == ["trf-coarse-plain", "trf-fine-plain"]
+    md = (tmp_path / "weak_cnn.md").read_text()
+    assert md.count("| bc5cdr |") == 2 and md.count("| bionlp13cg |") == 1
 
 
 @pytest.mark.parametrize("bad", [["--lines", "0"], ["--datasets", "scierc"]])
