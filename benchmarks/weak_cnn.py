@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import convergence  # noqa: E402  (get_corpus, train_env, Parser)
 import spancat_bench  # noqa: E402  (evaluate, DATA)
+from convergence_report import portable  # noqa: E402
 
 ROOT = spancat_bench.ROOT
 TARGET_LABELS = {"ncbi_disease": {"Disease"}, "bc5cdr": {"Chemical", "Disease"}}
@@ -156,7 +157,8 @@ def save(path: Path, ds: str, res: dict, meta: dict) -> None:
 
 
 def write_results(results: dict, path: Path) -> None:
-    path.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    # Committed results name no machine's folders (weights under ~/.cache become "~/...").
+    path.with_suffix(".json").write_text(portable(json.dumps(results, indent=2)) + "\n")
     lines = ["# Weak pretraining of the span model: zero-shot", "",
              f"Weak corpus: the first {results['lines']} aux lines of each domain, labeled with the data set's type map "
              f"(scripts/weak_label.py). `sciner weak-config` of configs/sciner_spancat_cnn.cfg (CNN, no transformer) or, `trf-` rows, configs/sciner_spancat.cfg (transformer): negatives only outside weak "

@@ -35,7 +35,7 @@ def test_save_keeps_rows_of_a_concurrent_run(tmp_path):
     """Two runs (different data sets, or the same set with another granularity) started from
     the same file both keep their rows: save() merges into what is on disk at write time."""
     meta = {"lines": 100, "steps": 10, "seed": 0, "threads": 1}
-    row = {"steps": 10, "train_seconds": 60, "heldout_weak_scores": {}}
+    row = {"steps": 10, "train_seconds": 60, "heldout_weak_scores": {}, "weights": str(Path.home() / "w.bin")}
     weak_cnn.save(tmp_path / "weak_cnn", "bc5cdr", {"pretrain": {"trf-fine-plain": row}}, meta)
     # A second process whose snapshot predates the first write:
     weak_cnn.save(tmp_path / "weak_cnn", "bionlp13cg", {"pretrain": {"trf-fine-plain": row}}, meta)
@@ -43,6 +43,7 @@ def test_save_keeps_rows_of_a_concurrent_run(tmp_path):
     saved = json.loads((tmp_path / "weak_cnn.json").read_text())["datasets"]
     assert sorted(saved) == ["bc5cdr", "bionlp13cg"]
     assert sorted(saved["bc5cdr"]["pretrain"]) == ["trf-coarse-plain", "trf-fine-plain"]
+    assert saved["bionlp13cg"]["pretrain"]["trf-fine-plain"]["weights"] == "~/w.bin"  # no machine's home
     md = (tmp_path / "weak_cnn.md").read_text()
     assert md.count("| bc5cdr |") == 2 and md.count("| bionlp13cg |") == 1
 
