@@ -4,6 +4,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import spacy
+from spacy.tokens import DocBin
+from spacy.util import load_config, registry
+
+from spacy_sciner.weak.config import weak_config
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -27,8 +32,35 @@ def test_table_rows(tmp_path):
         "zero_shot": {"fine": {"model": scores, "gazetteer": scores}, "coarse": {"skipped": "no"}}}}}
     weak_cnn.write_results(results, tmp_path / "weak_cnn")
     rows = [r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi")]
-    assert rows == ["| ncbi_disease | fine | 77 | 10 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | 50.0 / 25.0 / **33.3** |",
-                    "| ncbi_disease | coarse | 77 | — | 0.5 | — | n/a: weak types ≠ target types | — |"]
+    assert rows == ["| ncbi_disease | fine | 77 | 10 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | — | 50.0 / 25.0 / **33.3** |",
+                    "| ncbi_disease | coarse | 77 | — | 0.5 | — | n/a: weak types ≠ target types | — | — |"]
+    results["datasets"]["ncbi_disease"]["zero_shot"]["fine"]["model_weak_calibrated"] = {
+        "spans_p": 0.6, "spans_r": 0.2, "spans_f": 0.3}
+    weak_cnn.write_results(results, tmp_path / "weak_cnn")
+    row = next(r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi_disease | fine"))
+    assert "| 50.0 / 25.0 / **33.3** | 60.0 / 20.0 / **30.0** | 50.0 / 25.0 / **33.3** |" in row
+
+
+def test_heldout_docbin_is_the_weak_dev_split(tmp_path):
+    """The zero-shot threshold is chosen on the weak held-out sentences (spans in "sc", labels
+    as the pretraining saw them), disjoint from the sentences the pretraining trained on."""
+    sys.path.insert(0, str(ROOT / "tests" / "weak"))
+    from test_weak_corpus import corpus, write_docbin
+
+    nlp = spacy.blank("en")
+    sentences = corpus(nlp)
+    weak = write_docbin(tmp_path / "weak.spacy", sentences)
+    config = weak_config(load_config(ROOT / "configs" / "sciner_spancat_cnn.cfg", interpolate=False))
+    config.to_disk(tmp_path / "w.cfg")
+    n = weak_cnn.heldout_docbin(tmp_path / "w.cfg", weak, tmp_path / "heldout.spacy")
+    held = list(DocBin().from_disk(tmp_path / "heldout.spacy").get_docs(nlp.vocab))
+    assert n == len(held) and 0 < n < len(sentences) // 5
+    spans_of = {s.doc.text: sorted((a, b, label) for a, b, label in s.spans) for s in sentences}
+    for doc in held:
+        assert sorted((sp.start, sp.end, sp.label_) for sp in doc.spans["sc"]) == spans_of[doc.text]
+    resolved = load_config(tmp_path / "w.cfg", overrides={"paths.weak": str(weak)}, interpolate=True)
+    train = registry.resolve({"r": resolved["corpora"]["train"]})["r"]
+    assert {eg.reference.text for eg in train(nlp)}.isdisjoint({d.text for d in held})
 
 
 def test_save_keeps_rows_of_a_concurrent_run(tmp_path):
