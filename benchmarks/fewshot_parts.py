@@ -241,9 +241,11 @@ def summarize(runs: dict) -> dict:
     """dataset -> size -> system -> test span F mean/std over the seeds done."""
     table = {}
     for r in runs.values():
-        cell = table.setdefault(r["dataset"], {}).setdefault(str(r["size"]), {}).setdefault(r["system"], {"f": [], "ents_f": []})
+        cell = table.setdefault(r["dataset"], {}).setdefault(str(r["size"]), {}).setdefault(
+            r["system"], {"f": [], "ents_f": [], "by_seed": {}})
         cell["f"].append(r["scores"]["spans_f"])
         cell["ents_f"].append(r["scores"]["ents_f"])
+        cell["by_seed"][str(r["seed"])] = r["scores"]["spans_f"]
     for sizes in table.values():
         for systems in sizes.values():
             for cell in systems.values():
@@ -262,9 +264,22 @@ BASELINE = {"cnn_weak": "cnn", "cnn_weak_coarse": "cnn", "pft": "minilm", "weak_
 
 
 def delta(systems: dict, system: str) -> str:
-    """Mean F minus its baseline's mean F (same data set and size), or — without one."""
-    base = systems.get(BASELINE.get(system, ""))
-    return f"{100 * (systems[system]['mean'] - base['mean']):+.1f}" if base else "—"
+    """Mean over fine-tuning seeds of F minus its baseline's F with the SAME seed (same data
+    set and size): only seeds both systems ran count, so a seed done for one system only
+    cannot move the difference. Where that leaves out a seed of either row, the seeds used are
+    named. — without a baseline or a shared seed. (Cells without per-seed scores, from older
+    results: difference of the means.)"""
+    cell, base = systems[system], systems.get(BASELINE.get(system, ""))
+    if not base:
+        return "—"
+    if "by_seed" not in cell or "by_seed" not in base:
+        return f"{100 * (cell['mean'] - base['mean']):+.1f}"
+    shared = sorted(set(cell["by_seed"]) & set(base["by_seed"]), key=int)
+    if not shared:
+        return "—"
+    diff = statistics.mean(cell["by_seed"][k] - base["by_seed"][k] for k in shared)
+    every = len(shared) == len(cell["by_seed"]) == len(base["by_seed"])
+    return f"{100 * diff:+.1f}" + ("" if every else f" (seed{'s' if len(shared) > 1 else ''} {', '.join(shared)})")
 
 
 def write_markdown(results: dict, path: Path) -> None:
@@ -275,7 +290,8 @@ def write_markdown(results: dict, path: Path) -> None:
              f"seed {s['sample_seed']} (nested; indices in the work folder), the same for every system and seed. "
              f"Dev: {s['dev_note']}. Steps per training size (every system): {s['steps']}; model-best on dev; "
              "sciner systems calibrated on dev (`sciner calibrate`), the CNN ner decodes as trained.", "",
-             f"Δ: mean F minus the same system without the pretraining under test ({', '.join(f'{k} vs {v}' for k, v in BASELINE.items())}).", "",
+             f"Δ: F minus the same system without the pretraining under test, with the same fine-tuning seed, averaged over the seeds "
+             f"both ran (named where that leaves a seed out) ({', '.join(f'{k} vs {v}' for k, v in BASELINE.items())}).", "",
              "| dataset | size | system | test span F | Δ | seeds | flat ents F |", "|---|---|---|---:|---:|---:|---:|"]
     for ds in sorted(results["summary"]):
         for size in sorted(results["summary"][ds], key=size_key):

@@ -59,6 +59,20 @@ def test_delta_against_the_system_without_pretraining():
     assert parts.delta(systems, "spacy_ner_cnn") == "—" and parts.delta({"cnn_weak": {"mean": 0.4}}, "cnn_weak") == "—"
 
 
+def test_delta_pairs_seeds():
+    """A seed one system has and its baseline lacks does not move Δ; the seeds used are named."""
+    runs = {i: {"dataset": "d", "size": 100, "system": sy, "seed": seed, "scores": {"spans_f": f, "ents_f": f}}
+            for i, (sy, seed, f) in enumerate([("minilm", 0, 0.50), ("minilm", 1, 0.60), ("minilm", 2, 0.40),
+                                               ("weak_fine", 0, 0.55), ("weak_fine", 1, 0.62),
+                                               ("pft", 0, 0.52), ("pft", 1, 0.61), ("pft", 2, 0.43)])}
+    systems = parts.summarize(runs)["d"]["100"]
+    # unpaired: 0.585 - 0.50 = +8.5; paired over seeds 0 and 1: (0.05 + 0.02) / 2 = +3.5
+    assert parts.delta(systems, "weak_fine") == "+3.5 (seeds 0, 1)"
+    assert parts.delta(systems, "pft") == "+2.0"
+    systems["weak_fine"]["by_seed"] = {"5": 0.7}
+    assert parts.delta(systems, "weak_fine") == "—"
+
+
 def test_bad_arguments():
     with pytest.raises(SystemExit):
         fewshot.parse_args(["--systems", "nope"])
