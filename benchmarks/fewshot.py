@@ -183,8 +183,7 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
         meta_path = args.work / ds / "eval" / "eval.json"
         if meta_path.exists():
             eval_meta = {**eval_meta, ds: json.loads(meta_path.read_text())}
-    dev_note = "; ".join(f"{ds} {m['dev_used']} of {m['dev_total']} dev sentences (seeded sample), test "
-                         f"{m['test_used']} of {m['test_total']}" for ds, m in sorted(eval_meta.items())) or old.get("settings", {}).get("dev_note", "—")
+    dev_note = merge_dev_note(old.get("settings", {}).get("dev_note", ""), eval_meta)
     results = {
         # seeds, sizes and encoders of earlier calls stay: a call may add seeds, sizes or systems
         "settings": {"machine": f"{os.cpu_count()} CPU cores", "smoke": args.smoke,
@@ -208,6 +207,17 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
     tmp.replace(path)
     parts.write_markdown(results, args.results / "fewshot.md")
     parts.write_plot(results, args.results / "fewshot.png")
+
+
+def merge_dev_note(old_note: str, eval_meta: dict) -> str:
+    """The dev/test sizes of every data set with runs: this call's (from eval.json) and,
+    for data sets whose work folder is not here (runs of an earlier checkout), the
+    earlier note's part, so that a new call never drops them."""
+    parts_by_ds = {part.split(" ", 1)[0]: part for part in old_note.split("; ") if part and part != "—"}
+    for ds, m in eval_meta.items():
+        parts_by_ds[ds] = (f"{ds} {m['dev_used']} of {m['dev_total']} dev sentences (seeded sample), test "
+                           f"{m['test_used']} of {m['test_total']}")
+    return "; ".join(part for _, part in sorted(parts_by_ds.items())) or "—"
 
 
 def main(argv=None) -> int:

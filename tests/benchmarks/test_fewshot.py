@@ -73,6 +73,18 @@ def test_delta_pairs_seeds():
     assert parts.delta(systems, "weak_fine") == "—"
 
 
+def test_dev_note_keeps_data_sets_of_earlier_calls():
+    """A call on one data set (its eval.json here) must not drop the dev/test sizes of data
+    sets whose runs came from an earlier checkout (only the old note knows them)."""
+    old = ("bc5cdr 500 of 4581 dev sentences (seeded sample), test 4797 of 4797; "
+           "scierc 100 of 275 dev sentences (seeded sample), test 551 of 551")
+    meta = {"scierc": {"dev_used": 275, "dev_total": 275, "test_used": 551, "test_total": 551}}
+    note = fewshot.merge_dev_note(old, meta)
+    assert note == ("bc5cdr 500 of 4581 dev sentences (seeded sample), test 4797 of 4797; "
+                    "scierc 275 of 275 dev sentences (seeded sample), test 551 of 551")
+    assert fewshot.merge_dev_note("", {}) == "—" and fewshot.merge_dev_note("—", meta).startswith("scierc 275")
+
+
 def test_bad_arguments():
     with pytest.raises(SystemExit):
         fewshot.parse_args(["--systems", "nope"])
