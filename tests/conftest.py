@@ -6,6 +6,11 @@ import pytest
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The suite runs in two pytest-xdist workers (README, .ci/run), one per core: the `spacy train`
+# and `sciner` subprocesses the tests start inherit one thread each, so the two workers do
+# not oversubscribe the cores (a test that needs the default threads removes these).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 try:
     import torch
