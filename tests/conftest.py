@@ -28,6 +28,22 @@ NO_SHARED_DATA = "real data folder ../shared/data not found"
 CS_AUX = ("CSAbstruct-text", "ACL-ARC-citations-text", "SciCite-text")
 
 
+# The longest test files (each several minutes on 2 cores: whole workflows, benchmark smoke
+# runs), longest first. Collected first, so that the two xdist workers start on them and the
+# short files fill the gaps at the end (longest-first scheduling), instead of one long file
+# starting last and running alone.
+LONG_FILES = (
+    "test_project_demo.py", "test_fewshot.py", "test_convergence.py", "test_project_cnn.py",
+    "test_project_pft.py", "test_project_weak.py", "test_gpu_check.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """Long files first (see LONG_FILES); the order within a file is kept."""
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))
+
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory):
     """A tiny random BERT checkpoint directory (see spacy_sciner.testing)."""
