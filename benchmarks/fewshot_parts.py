@@ -215,10 +215,14 @@ def build_weak_inputs(dataset: str, sample: dict, work: Path, aux_files: list, l
         res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if res.returncode:
             raise RuntimeError(f"{' '.join(cmd[2:4])} failed: {(res.stderr or res.stdout)[-800:]}")
-    pretrain = {g: (f"python -m spacy train configs/sciner_spancat_weak.cfg --output {out}/pretrain-{g} "
-                    f"--paths.weak {out}/weak.spacy --weak.granularity {g} --components.transformer.model.name "
-                    f"sciner-minilm && python -m spacy_sciner export-encoder {out}/pretrain-{g}/model-best "
-                    f"{out}/encoder-{g} --force") for g in ("fine", "coarse")}
+    # The transformer recipe of the biomedical sets (weak_cnn.py --encoder): the weak twin of
+    # configs/sciner_spancat.cfg, 1,500 updates, plain negatives, seed 0.
+    pretrain = {g: (f"python -m spacy_sciner weak-config configs/sciner_spancat.cfg {out}/trf_weak_{g}_plain.cfg "
+                    f"--granularity {g} --max-steps 1500 --negatives plain && python -m spacy train "
+                    f"{out}/trf_weak_{g}_plain.cfg --output {out}/pretrain-{g} --paths.weak {out}/weak.spacy "
+                    f"--system.seed 0 --training.eval_frequency 300 --components.transformer.model.name sciner-minilm "
+                    f"&& python -m spacy_sciner export-encoder {out}/pretrain-{g}/model-best {out}/encoder-{g} --force")
+                for g in ("fine", "coarse")}
     pretrain["cnn"] = (f"python -m spacy_sciner weak-config configs/sciner_spancat_cnn.cfg {out}/cnn_weak.cfg && "
                        f"python -m spacy train {out}/cnn_weak.cfg --output {out}/pretrain-cnn --paths.weak {out}/weak.spacy "
                        f"&& python -m spacy_sciner export-tok2vec {out}/pretrain-cnn/model-best {out}/cnn-weak.bin")
