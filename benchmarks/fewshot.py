@@ -192,7 +192,7 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
                      "evals_per_run": args.evals,
                      "dev_sentences": args.dev_sentences, "test_sentences": args.test_sentences, "dev_note": dev_note,
                      "lr": args.lr, "batch_words": args.batch_words, "target_recall": args.target_recall,
-                     "encoders": {**old.get("settings", {}).get("encoders", {}), **{k: v for k, v in args.templates.items() if v}},
+                     "encoders": merge_encoders(old.get("settings", {}).get("encoders", {}), args.templates),
                      "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
         "runs": runs, "summary": parts.summarize(runs),
         # a skip note stays until that system has a run there
@@ -207,6 +207,19 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
     tmp.replace(path)
     parts.write_markdown(results, args.results / "fewshot.md")
     parts.write_plot(results, args.results / "fewshot.png")
+
+
+def merge_encoders(old: dict, new: dict) -> dict:
+    """The encoder paths of earlier calls and of this one, per system and data set: a call for
+    one data set keeps the paths another call gave for others ({system: {dataset or "*": path}})."""
+    def as_dict(paths):  # --encoder gives minilm one path for every data set
+        return dict(paths) if isinstance(paths, dict) else {"*": paths}
+
+    merged = {system: as_dict(paths) for system, paths in old.items()}
+    for system, paths in new.items():
+        if paths:
+            merged.setdefault(system, {}).update(as_dict(paths))
+    return merged
 
 
 def merge_dev_note(old_note: str, eval_meta: dict) -> str:

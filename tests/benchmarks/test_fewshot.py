@@ -85,6 +85,16 @@ def test_dev_note_keeps_data_sets_of_earlier_calls():
     assert fewshot.merge_dev_note("", {}) == "—" and fewshot.merge_dev_note("—", meta).startswith("scierc 275")
 
 
+def test_encoders_of_earlier_calls_stay_per_data_set():
+    """A call for the biomedical sets must not drop the per-sample SciERC path of an earlier call."""
+    old = {"weak_fine": {"scierc": "{work}/scierc/weak_inputs/size{size}/encoder-fine"}, "minilm": "/m"}
+    new = {"weak_fine": {"*": "~/w/{dataset}"}, "pft": {}, "minilm": "/tiny"}
+    assert fewshot.merge_encoders(old, new) == {
+        "weak_fine": {"scierc": "{work}/scierc/weak_inputs/size{size}/encoder-fine", "*": "~/w/{dataset}"},
+        "minilm": {"*": "/tiny"}}
+    assert fewshot.merge_encoders({}, {}) == {}
+
+
 def test_bad_arguments():
     with pytest.raises(SystemExit):
         fewshot.parse_args(["--systems", "nope"])
