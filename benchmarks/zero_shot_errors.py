@@ -30,6 +30,7 @@ import spacy
 from spacy.tokens import Doc, DocBin
 
 from spacy_sciner.mining.acronyms import find_definitions
+from spacy_sciner.weak.noise import noise_report
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -79,20 +80,17 @@ def breakdown(gold: List[Dict[Key, str]], pred: List[Dict[Key, str]], top: int =
             if key not in g:
                 fps[fp_kind(key, g)] += 1
                 fp_text[text.lower()] += 1
+    # P / R / F: label-weak's noise report (its exact, all-types row), as weak_cnn.py's gazetteer row
+    total = noise_report((list(p), list(g)) for g, p in zip(gold, pred)).get("ALL", {})
+    scores = {k: round(total.get(f"{k}_exact", 0.0), 1) for k in ("p", "r", "f")}
     tp = count["found abbreviation"] + count["found other"]
     n_pred, n_gold = sum(len(p) for p in pred), sum(len(g) for g in gold)
-    scores = prf(tp, n_pred, n_gold)
     recall = {group: round(100 * count[f"found {group}"] / max(count[f"gold {group}"], 1), 1)
               for group in ("abbreviation", "other")}
     return {**scores, "tp": tp, "fp": n_pred - tp, "fn": n_gold - tp,
             "gold_abbreviations": count["gold abbreviation"], "gold_other": count["gold other"],
             "recall_by_kind": recall, "fp_kinds": dict(fps), "fn_kinds": dict(fns),
             "top_fp": fp_text.most_common(top), "top_fn": fn_text.most_common(top)}
-
-
-def prf(tp: int, n_pred: int, n_gold: int) -> dict:
-    p, r = tp / max(n_pred, 1), tp / max(n_gold, 1)
-    return {"p": round(100 * p, 1), "r": round(100 * r, 1), "f": round(200 * p * r / max(p + r, 1e-9), 1)}
 
 
 def abbreviation_potential(docs: Iterable[Doc], spans_key: str = "weak") -> dict:
@@ -131,8 +129,10 @@ def markdown(res: dict) -> str:
              "| system | P | R | F | R on abbreviations | R on other mentions | false positives by kind | "
              "false negatives by kind | most frequent false negatives |", "|---|---:|---:|---:|---:|---:|---|---|---|"]
     pot = res.get("weak_corpus_abbreviations")
+    def kinds(counts: dict) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+
     for name, b in res["systems"].items():
-        kinds = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: -kv[1]))  # noqa: E731
         top = ", ".join(f"{t} ({n})" for t, n in b["top_fn"][:8])
         lines.append(f"| {name} | {b['p']} | {b['r']} | {b['f']} | {b['recall_by_kind']['abbreviation']} | "
                      f"{b['recall_by_kind']['other']} | {kinds(b['fp_kinds'])} | {kinds(b['fn_kinds'])} | {top} |")
