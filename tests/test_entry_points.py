@@ -33,6 +33,7 @@ assert "spacy_sciner" not in sys.modules
 nlp = spacy.blank("en")
 nlp.add_pipe("sciner_spancat")
 nlp.add_pipe("sciner_candidate_miner")
+nlp.add_pipe("sciner_abbreviations")
 for reg, name in [
     (registry.architectures, "spacy-sciner.SpanCategorizer.v1"),
     (registry.architectures, "spacy-sciner.TransformerModel.v1"),
@@ -51,7 +52,7 @@ print("OK", nlp.pipe_names)
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "OK ['sciner_spancat', 'sciner_candidate_miner']" in result.stdout
+    assert "OK ['sciner_spancat', 'sciner_candidate_miner', 'sciner_abbreviations']" in result.stdout
 
 
 def test_spacy_cli_has_the_sciner_commands():

@@ -13,7 +13,8 @@ brackets (``-LRB-``, SciERC) count as parentheses. Extensions of the original al
 - a long form whose word initials spell the short form is preferred to the Schwartz-Hearst
   shortest match ("Category Cooccurrence Restrictions ( CCRs )").
 
-A short form is valid when it has 1-2 tokens, 2-10 characters, a letter, and starts with a
+A short form is valid when it has 1-2 tokens (not counting "-" or "/" tokens between them:
+text tokenized at hyphens writes "A-T" as "A - T"), 2-10 characters, a letter, and starts with a
 letter or digit, so lower-case short forms ("mRNA", "siRNA", "il") are allowed; a pair is
 kept only when the characters of the short form are found in order in the long form with
 its first character starting a word, so "( see above )" or an SF that does not match its
@@ -27,13 +28,18 @@ CLOSE = {")", "]", "-RRB-", "-RSB-"}
 _OPEN_SET = frozenset(OPEN)
 _WINDOW_STOP = set(OPEN) | CLOSE | {".", ";", ":", "!", "?"}
 
+_JOINERS = {"-", "/"}
+
 Definition = Tuple[int, int, int, int, int]  # (sentence, lf_start, lf_end, sf_start, sf_end)
 Candidate = Tuple[int, int, int]  # (sentence, start, end exclusive)
+LabeledSpan = Tuple[int, int, str, str]  # (start, end, label, source)
 
 
 def is_valid_short_form(tokens: Sequence[str]) -> bool:
-    """Schwartz-Hearst short-form test, on 1-2 tokens."""
-    if not 1 <= len(tokens) <= 2:
+    """Schwartz-Hearst short-form test, on 1-2 tokens ("-"/"/" tokens between them aside)."""
+    inner = tokens[1:-1]
+    words = [tokens[0], *(t for t in inner if t not in _JOINERS), *tokens[1:][-1:]]
+    if not 1 <= len(words) <= 2 or (len(tokens) > 1 and tokens[-1] in _JOINERS):
         return False
     text = "".join(tokens)
     if not 2 <= len(text) <= 10 or not text[0].isalnum():
@@ -208,3 +214,42 @@ def find_acronym_candidates(
                     if seq[k] == form[0] and tuple(seq[k:k + n]) == form:
                         spans.add((s, k, k + n))
     return sorted(spans), pairs
+
+
+def abbreviation_spans(words: Sequence[str], spans: Sequence[LabeledSpan]) -> List[LabeledSpan]:
+    """Labels for the short forms of a document's acronym definitions, from their long forms.
+
+    A definition "LF ( SF )" or "SF ( LF )" whose long form ends with a labeled span (one that
+    ends where the long form ends and overlaps it: "familial [adenomatous polyposis] ( FAP )")
+    gives its short form that span's label, and so does every other use of the short form in
+    the document (the same tokens, exact case): a gazetteer or a model that knows "adenomatous
+    polyposis" then also labels "FAP" wherever the document defined it. The given spans win:
+    a short form overlapping one of them (or an earlier new span) is left alone; of two
+    definitions of one short form, the first with a labeled long form counts.
+
+    words (Sequence[str]): The tokens of one document.
+    spans (Sequence[LabeledSpan]): Its labeled spans, (start, end, label, source).
+    RETURNS (List[LabeledSpan]): The new spans, sorted; source "abbreviation:" + the long
+        form span's source.
+    """
+    if _OPEN_SET.isdisjoint(words):  # no bracket, no definition (most sentences)
+        return []
+    by_end: Dict[int, List[LabeledSpan]] = {}
+    taken = [False] * len(words)
+    for span in spans:
+        by_end.setdefault(span[1], []).append(span)
+        taken[span[0]:span[1]] = [True] * (span[1] - span[0])
+    forms: Dict[Tuple[str, ...], Tuple[str, str]] = {}
+    for _, lf_start, lf_end, sf_start, sf_end in find_definitions(words):
+        for start, _, label, source in by_end.get(lf_end, []):
+            if start < lf_end:
+                forms.setdefault(tuple(words[sf_start:sf_end]), (label, "abbreviation:" + source))
+                break
+    found = []
+    for form, (label, source) in forms.items():
+        n = len(form)
+        for k in range(len(words) - n + 1):
+            if tuple(words[k:k + n]) == form and not any(taken[k:k + n]):
+                taken[k:k + n] = [True] * n
+                found.append((k, k + n, label, source))
+    return sorted(found)

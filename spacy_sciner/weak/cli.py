@@ -96,6 +96,7 @@ def label_weak_cli(
     train_spans_key: str = typer.Option("sc", "--train-spans-key", help="Span key of --train (doc.ents when absent)"),
     candidates: Optional[Path] = typer.Option(None, "--candidates", "-c", help="Candidate table of `sciner mine` (label ENTITY)"),
     conflict: str = typer.Option("priority", "--conflict", help="A span with several types: 'priority' (type-map order) or 'ambiguous' (label AMBIGUOUS)"),
+    abbreviations: bool = typer.Option(False, "--abbreviations/--no-abbreviations", help="Also label defined acronyms: 'LF ( SF )' with a labeled long form gives SF, and its other uses in the document, the long form's label"),
     case: str = typer.Option("smart", "--case", help="exact, lowercase or smart"),
     tokenizer: str = typer.Option("regex", "--tokenizer", help="Text inputs: regex or whitespace"),
     spans_key: str = typer.Option("weak", "--spans-key", help="Key of the weak span group"),
@@ -132,10 +133,11 @@ def label_weak_cli(
     gold_docs = _read_docbin(gold, "--gold") if gold is not None else None
     sources = _load_sources(type_map, gazetteer_dir, train, train_spans_key, candidates, case)
     try:
-        labeler = Labeler(sources, conflict)
+        labeler = Labeler(sources, conflict, abbreviations)
     except ValueError as err:
         fail(str(err))
-    run = {"sources": sources.loading, "conflict": conflict, "labels": sources.labels()}
+    run = {"sources": sources.loading, "conflict": conflict, "abbreviations": abbreviations,
+           "labels": sources.labels()}
     if inputs:
         try:
             if kinds == {True}:
@@ -162,8 +164,9 @@ def label_weak_cli(
                        f"{read['lines_with_invalid_utf8_replaced']} with invalid UTF-8 repaired, "
                        f"{read['lines_with_control_chars_replaced']} with control characters "
                        f"repaired)")
+        abbr = f" ({counts['abbreviation_spans']} of them short forms)" if abbreviations else ""
         typer.echo(f"{counts['docs']} docs, {counts['tokens']} tokens, {counts['spans']} weak "
-                   f"spans {counts['labels']} in {counts['seconds']} s; type conflicts "
+                   f"spans{abbr} {counts['labels']} in {counts['seconds']} s; type conflicts "
                    f"{counts['type_conflicts'] or 'none'} (rule: {conflict}) -> {output}")
         if not counts["spans"]:
             typer.echo(f"warning: nothing matched in {counts['docs']} docs: check the "

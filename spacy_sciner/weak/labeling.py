@@ -13,6 +13,12 @@ never matches inside a word), case policy "smart" by default. Conflict rules, in
    (``type_conflicts``, e.g. ``"Chemical/Disease": 12``).
 3. The untyped label ``ENTITY`` (mined candidates) is used only for a span no typed
    source matches; a typed label beside it is not a conflict.
+4. With ``abbreviations=True``, after rules 1-3: the short form of an acronym definition
+   whose long form ends with a labeled span gets that span's label, and so do the other uses
+   of the short form in the same document ("familial [adenomatous polyposis] ( FAP )", later
+   "FAP"; ``mining.acronyms.abbreviation_spans``). Dictionaries rarely hold abbreviations,
+   so without this rule a model pretrained on weak labels learns them as negatives. Matches
+   of rules 1-3 win over a short form; its source reads ``abbreviation:<long form source>``.
 
 Output: one Doc per input line (or the input Docs of a DocBin) with ``doc.spans["weak"]``
 holding one label per span. **Which source produced a span is its ``span.kb_id_``**: the
@@ -34,6 +40,7 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
+from ..mining.acronyms import abbreviation_spans
 from ..mining.dictionary import Match, resolve_overlaps
 from ..mining.parallel import LineBar, run_partitioned
 from ..mining.text import tokenize_with_spaces
@@ -49,14 +56,17 @@ class Labeler:
 
     sources (LabelSources): The typed dictionary.
     conflict (str): "priority" or "ambiguous".
+    abbreviations (bool): Label the short forms of defined acronyms (rule 4).
     """
 
-    def __init__(self, sources: LabelSources, conflict: str = "priority"):
+    def __init__(self, sources: LabelSources, conflict: str = "priority",
+                 abbreviations: bool = False):
         if conflict not in CONFLICT_POLICIES:
             raise ValueError(f"Unknown conflict policy '{conflict}': expected one of "
                              f"{CONFLICT_POLICIES}")
         self.sources = sources
         self.conflict = conflict
+        self.abbreviations = abbreviations
         # Built once, before workers fork, so that they share it.
         self.sources.dictionary.automaton
 
@@ -83,7 +93,15 @@ class Labeler:
                      clean: bool = False) -> List[List[WeakSpan]]:
         """Labeled spans of many token sequences (one dictionary pass for all)."""
         matches = self.sources.dictionary.match_many(token_lists, clean=clean)
-        return [self.resolve(found, counts) for found in matches]
+        labeled = [self.resolve(found, counts) for found in matches]
+        if self.abbreviations:
+            for words, spans in zip(token_lists, labeled):
+                extra = abbreviation_spans(words, spans)
+                counts["abbreviation_spans"] += len(extra)
+                counts.update("label:" + label for _, _, label, _ in extra)
+                spans.extend(extra)
+                spans.sort()
+        return labeled
 
 
 @contextlib.contextmanager
@@ -225,7 +243,7 @@ def run_report(counts: Counter, seconds: float) -> Dict[str, object]:
     """Counts of a run as JSON-ready numbers: docs, spans per label, type conflicts."""
     return {
         "docs": counts["docs"], "tokens": counts["tokens"], "spans": counts["spans"],
-        "seconds": round(seconds, 2),
+        "seconds": round(seconds, 2), "abbreviation_spans": counts["abbreviation_spans"],
         "labels": {k[6:]: v for k, v in sorted(counts.items()) if k.startswith("label:")},
         "type_conflicts": {k[9:]: v for k, v in sorted(counts.items())
                            if k.startswith("conflict:")},

@@ -1,5 +1,6 @@
 from spacy_sciner.mining.acronyms import (
-    best_long_form_start, find_acronym_candidates, find_definitions, is_valid_short_form)
+    abbreviation_spans, best_long_form_start, find_acronym_candidates, find_definitions,
+    is_valid_short_form)
 
 
 def texts(sentences):
@@ -65,3 +66,34 @@ def test_short_form_rules():
     assert not is_valid_short_form(["1234"]) and not is_valid_short_form(["see", "Fig", "1"])
     assert best_long_form_start("SVM", ["a", "support", "vector", "machine"]) == 1
     assert best_long_form_start("XYZ", ["tumor", "necrosis", "factor"]) is None
+
+
+def test_short_forms_written_with_split_hyphens():
+    # Tokenizers that split at hyphens write "A-T" as "A - T" (NCBI-disease, BioNLP).
+    assert is_valid_short_form(["A", "-", "T"]) and is_valid_short_form(["MPS", "IVA"])
+    assert not is_valid_short_form(["A", "-"]) and not is_valid_short_form(["A", "-", "B", "-", "C"])
+    assert texts(["ataxia - telangiectasia ( A - T ) is rare"])[1] == [("ataxia - telangiectasia", "A - T")]
+
+
+def test_abbreviation_spans_take_the_long_form_label():
+    words = ("familial adenomatous polyposis ( FAP ) and FAP , but not fap ; "
+             "tumor necrosis factor ( TNF ) and TNF").split()
+    spans = [(1, 3, "Disease", "mesh")]  # "adenomatous polyposis": ends where the LF ends
+    assert abbreviation_spans(words, spans) == [(4, 5, "Disease", "abbreviation:mesh"),
+                                                (7, 8, "Disease", "abbreviation:mesh")]
+    # A long form with no labeled span gives nothing ("TNF"); nor a span that stops short of
+    # the long form's end.
+    assert abbreviation_spans(words, [(0, 2, "Disease", "x")]) == []
+    # The given spans win: a use of the short form inside one is left alone.
+    assert abbreviation_spans(words, spans + [(6, 8, "Other", "y")]) == [
+        (4, 5, "Disease", "abbreviation:mesh")]
+    assert abbreviation_spans("no brackets here".split(), spans) == []
+
+
+def test_abbreviation_spans_first_labeled_definition_counts():
+    words = "the HD ( Huntington disease ) gene ; heart disease ( HD ) ; HD".split()
+    spans = [(3, 5, "Disease", "a"), (8, 10, "Other", "b")]
+    # "SF ( LF )" is read too; the second definition of HD does not relabel it.
+    assert abbreviation_spans(words, spans) == [(1, 2, "Disease", "abbreviation:a"),
+                                                (11, 12, "Disease", "abbreviation:a"),
+                                                (14, 15, "Disease", "abbreviation:a")]

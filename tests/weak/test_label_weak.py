@@ -175,6 +175,47 @@ def test_cli_mined_candidates_source(gazetteers, tmp_path, assert_cli_error):
     assert_cli_error(invoke(corpus, "-o", out, "-c", table), "candidates.tsv:2", "bad candidate row")
 
 
+ABBREVIATED = ["Breast cancer ( BC ) is common ; BC and bc .", "A common cold ( CC ) .", "No CC here ."]
+
+
+def test_abbreviations_take_the_long_form_label(gazetteers):
+    plain, _ = label(make_labeler(gazetteers), ABBREVIATED)
+    labeler = make_labeler(gazetteers)
+    labeler.abbreviations = True
+    labeled, counts = label(labeler, ABBREVIATED)
+    # The short form and its other uses in the same document (exact case) get the long form's
+    # label; the long form's own match is unchanged; another document is not touched.
+    assert labeled[0] == [("Breast cancer", "Disease", "diseases.txt"),
+                          ("BC", "Disease", "abbreviation:diseases.txt"),
+                          ("BC", "Disease", "abbreviation:diseases.txt")]
+    assert labeled[1] == plain[1] + [("CC", "Disease", "abbreviation:diseases.txt")]
+    assert labeled[2] == plain[2] == []
+    assert counts["abbreviation_spans"] == 3 and counts["label:Disease"] == 5
+
+
+def test_cli_abbreviations_option_and_gold_report(gazetteers, tmp_path):
+    corpus = write_corpus(tmp_path / "text.txt", ABBREVIATED)
+    doc = make_doc(ABBREVIATED[0])
+    doc.spans["sc"] = [Span(doc, 0, 2, label="Disease"), Span(doc, 3, 4, label="Disease"),
+                       Span(doc, 8, 9, label="Disease")]
+    DocBin(docs=[doc]).to_disk(tmp_path / "gold.spacy")
+    runs = {}
+    for flag in ("--no-abbreviations", "--abbreviations"):
+        out, report = tmp_path / f"{flag}.spacy", tmp_path / f"{flag}.json"
+        result = invoke(corpus, "-o", out, "-t", gazetteers / "map.tsv", flag, "--report", report,
+                        "--gold", tmp_path / "gold.spacy")
+        assert result.exit_code == 0, result.output
+        runs[flag] = json.loads(report.read_text())
+    assert "(3 of them short forms)" in result.output
+    assert runs["--abbreviations"]["abbreviations"] is True
+    assert runs["--abbreviations"]["labeling"]["abbreviation_spans"] == 3
+    assert runs["--no-abbreviations"]["labeling"]["abbreviation_spans"] == 0
+    assert runs["--abbreviations"]["labeling"]["spans"] == runs["--no-abbreviations"]["labeling"]["spans"] + 3
+    # The noise report labels the gold text with the same rule: both "BC" are found.
+    assert runs["--no-abbreviations"]["noise"]["Disease"]["r_exact"] == 33.33
+    assert runs["--abbreviations"]["noise"]["Disease"]["r_exact"] == 100.0
+
+
 def test_docbin_input_keeps_tokens(gazetteers, tmp_path):
     DocBin(docs=[make_doc(s) for s in SENTENCES]).to_disk(tmp_path / "in.spacy")
     result = invoke(tmp_path / "in.spacy", "-o", tmp_path / "out.spacy", "-t", gazetteers / "map.tsv")
