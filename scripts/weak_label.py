@@ -52,6 +52,15 @@ def take_lines(files, n):
     return out
 
 
+def truth(value: str) -> bool:
+    """A flag value written by a project variable ("True", "false", "1", ...)."""
+    if value.lower() in ("true", "1", "yes", "on"):
+        return True
+    if value.lower() in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got '{value}'")
+
+
 def sources(dataset, type_map, gazetteer_dir, train):
     """label-weak's label source options for the data set."""
     if type_map == "auto":
@@ -78,6 +87,9 @@ def main(argv=None) -> int:
     parser.add_argument("--output", type=Path, required=True, help="Weak DocBin (.spacy)")
     parser.add_argument("--report", type=Path, default=None)
     parser.add_argument("--n-process", type=int, default=1)
+    parser.add_argument("--abbreviations", nargs="?", const=True, default=False, type=truth,
+                        help="label-weak --abbreviations: short forms of labeled long forms too "
+                             "(alone, or true/false: project.yml's weak_abbreviations)")
     args = parser.parse_args(argv)
     if args.lines < 0:
         sys.exit(f"--lines must be 0 (all) or more, got {args.lines}")
@@ -91,7 +103,8 @@ def main(argv=None) -> int:
     print(f"weak corpus text: {len(lines)} aux lines from {len(args.aux)} files -> {args.text}", flush=True)
     cmd = [sys.executable, "-m", "spacy_sciner", "label-weak", str(args.text), "--output", str(args.output),
            *sources(args.dataset, args.type_map, args.gazetteer_dir, args.train),
-           "--n-process", str(args.n_process), "--no-progress"]
+           "--n-process", str(args.n_process), "--no-progress",
+           *(["--abbreviations"] if args.abbreviations else [])]
     if args.report is not None:
         cmd += ["--report", str(args.report)]
     print(" ".join(cmd[1:]), flush=True)

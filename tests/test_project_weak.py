@@ -63,6 +63,7 @@ def test_weak_all_workflow_pretrains_exports_and_fine_tunes(tmp_path, tiny_bert_
         assert not any(h in w for h in held for w in weak_texts if len(h) > 40), split
     report = json.loads((project / "corpus" / "demo" / "weak_label.json").read_text())
     assert report["labeling"]["docs"] == 600
+    assert report["abbreviations"] is False  # weak_abbreviations: false, passed through as "False"
 
     # pretrain-weak: the weak reader for both corpora, checkpoints chosen on the held-out weak part.
     weak_cfg = spacy.util.load_config(project / "training" / "demo-weak" / "model-best" / "config.cfg")
