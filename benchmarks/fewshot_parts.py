@@ -57,6 +57,8 @@ register(Recipe("weak_fine", "configs/sciner_spancat.cfg", "sciner", True, encod
                 help="weak_all's export-encoder, fine types, e.g. training/{dataset}-weak/encoder"))
 register(Recipe("weak_coarse", "configs/sciner_spancat.cfg", "sciner", True, encoder_option="weak_coarse", weak=True,
                 help="weak_all's export-encoder, coarse types (--vars.weak_granularity coarse)"))
+register(Recipe("weak_fine_abbr", "configs/sciner_spancat.cfg", "sciner", True, encoder_option="weak_fine_abbr", weak=True,
+                help="as weak_fine, the weak labels made with label-weak --abbreviations (weak_cnn.py --abbreviations)"))
 register(Recipe("cnn", "configs/sciner_spancat_cnn.cfg", "sciner", False, help="sciner_spancat on spaCy's CNN tok2vec, no transformer"))
 # CNN side of weak pretraining: the "encoder" is a tok2vec weights file for --paths.init_tok2vec.
 register(Recipe("cnn_weak", "configs/sciner_spancat_cnn.cfg", "sciner", False, encoder_option="cnn_weak", weak=True,
@@ -264,7 +266,8 @@ def size_key(size: str):
 
 
 # The same system without the pretraining under test: the Δ column of the table.
-BASELINE = {"cnn_weak": "cnn", "cnn_weak_coarse": "cnn", "pft": "minilm", "weak_fine": "minilm", "weak_coarse": "minilm"}
+BASELINE = {"cnn_weak": "cnn", "cnn_weak_coarse": "cnn", "pft": "minilm", "weak_fine": "minilm", "weak_coarse": "minilm",
+            "weak_fine_abbr": "minilm"}
 
 
 def delta(systems: dict, system: str) -> str:

@@ -171,14 +171,15 @@ def predicted_spans(doc: Doc, system: str):
     return list(doc.spans.get(SPANS_KEY, []))
 
 
-def evaluate(dataset: str, system: str, corpus: Path, work: Path, model: Path = None) -> dict:
+def evaluate(dataset: str, system: str, corpus: Path, work: Path, model: Path = None, split: str = "test") -> dict:
     """Exact-span (nested gold) and flat-entity P/R/F on test, plus a seqeval cross-check.
     `model`: the pipeline folder (default: model_dir(dataset, system, work)); `system` then
-    only says how predictions are read (`spacy_ner*`: doc.ents, else doc.spans)."""
+    only says how predictions are read (`spacy_ner*`: doc.ents, else doc.spans). `split`:
+    "dev" to score the dev set instead (for a choice that must not look at test)."""
     from seqeval.metrics import f1_score, precision_score, recall_score
 
     nlp = spacy.load(model or model_dir(dataset, system, work))
-    gold_docs = list(DocBin().from_disk(corpus / "test.spacy").get_docs(nlp.vocab))
+    gold_docs = list(DocBin().from_disk(corpus / f"{split}.spacy").get_docs(nlp.vocab))
     # Predict from the words alone: gold never reaches the pipeline.
     bare = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold_docs]
     preds = list(nlp.pipe(bare, batch_size=64))

@@ -17,10 +17,11 @@ Per data set (a biomedical set with a shipped type map: ncbi_disease, bc5cdr, bi
    super-spans of a weak span are negatives too, so boundaries can be learned) and ``fine``
    (avoid: the partial-annotation variant; no boundary negatives).
 4. Zero-shot, where the weak label set equals the target's (NCBI-disease: Disease): the weak
-   model-best as it is (argmax rule, no gold calibration, no gold training), and the same
-   model calibrated (`sciner calibrate`: filter and decision threshold) on the held-out weak
+   model-best as it is (argmax rule, no gold calibration, no gold training), the same with
+   ``sciner_abbreviations`` after it (defined short forms take their long form's label), the
+   same model calibrated (`sciner calibrate`: filter and decision threshold) on the held-out weak
    data, never on gold dev, against plain gazetteer matching with the same type map on the
-   same test text, all scored by exact labelled spans (spancat_bench.evaluate; the gazetteer
+   same test text (and the gazetteer with label-weak's ``--abbreviations`` rule), all scored by exact labelled spans (spancat_bench.evaluate; the gazetteer
    by label-weak's noise report).
 
 Writes benchmarks/results/weak_cnn.{json,md}; a finished step is skipped on a rerun.
@@ -70,30 +71,34 @@ def aux_files(dataset: str) -> list:
 
 
 def label(ds: str, corpus: Path, work: Path, args, env, res: dict) -> Path:
-    """Step 2: the weak DocBin of the domain's aux text."""
-    out = work / "weak.spacy"
+    """Step 2: the weak DocBin of the domain's aux text (--abbreviations: weak-abbr.spacy,
+    short forms of labeled long forms labeled too)."""
+    sfx = "-abbr" if args.abbreviations else ""
+    out, report = work / f"weak{sfx}.spacy", work / f"weak_label{sfx}.json"
     if not out.exists():
         cmd = [sys.executable, "scripts/weak_label.py", ds, *map(str, aux_files(ds)), "--type-map", "auto",
                "--gazetteer-dir", str(spancat_bench.DATA / "gazetteers" / "openbel"),
                "--train", str(corpus / "train.spacy"), "--lines", str(args.lines), "--text", str(work / "weak_text.txt"),
-               "--output", str(out), "--report", str(work / "weak_label.json"), "--n-process", "1"]
-        res["label_seconds"] = run(cmd, work / "label.log", env)
-    report = json.loads((work / "weak_label.json").read_text())
-    res["weak_corpus"] = {"lines": args.lines, "labels": report.get("labels"), "labeling": report.get("labeling")}
+               "--output", str(out), "--report", str(report), "--n-process", "1",
+               *(["--abbreviations"] if args.abbreviations else [])]
+        res[f"label_seconds{sfx}"] = run(cmd, work / f"label{sfx}.log", env)
+    report = json.loads(report.read_text())
+    res[f"weak_corpus{sfx}"] = {"lines": args.lines, "labels": report.get("labels"), "labeling": report.get("labeling")}
     return out
 
 
-def variant_name(granularity: str, negatives: str, transformer: bool = False) -> str:
+def variant_name(granularity: str, negatives: str, transformer: bool = False, abbreviations: bool = False) -> str:
     """fine, coarse (negatives outside weak spans) or fine-plain, coarse-plain; "trf-" first
-    for the transformer span model."""
-    return ("trf-" if transformer else "") + (granularity if negatives == "avoid" else f"{granularity}-plain")
+    for the transformer span model, "-abbr" last for weak labels with abbreviations."""
+    name = ("trf-" if transformer else "") + (granularity if negatives == "avoid" else f"{granularity}-plain")
+    return name + ("-abbr" if abbreviations else "")
 
 
 def pretrain(ds: str, weak: Path, work: Path, granularity: str, negatives: str, args, env) -> dict:
     """Step 3: weak pretraining of the CNN span model; its tok2vec weights. negatives:
     "avoid" (negatives overlap no weak span) or "plain" (any non-weak span; weak-config's default)."""
     trf = args.encoder != "cnn"
-    name = variant_name(granularity, negatives, trf)
+    name = variant_name(granularity, negatives, trf, args.abbreviations)
     base = "sciner_spancat.cfg" if trf else "sciner_spancat_cnn.cfg"
     out, cfg = work / f"pretrain-{name}", work / f"{'trf' if trf else 'cnn'}_weak_{granularity}_{negatives}.cfg"
     weights = work / (f"encoder-{name}" if trf else f"cnn-weak-{name}.bin")
@@ -112,7 +117,7 @@ def pretrain(ds: str, weak: Path, work: Path, granularity: str, negatives: str, 
         ["export-tok2vec", str(out / "model-best"), str(weights)]
     run([sys.executable, "-m", "spacy_sciner", *export], work / f"export-{name}.log", env)
     meta = json.loads((out / "model-best" / "meta.json").read_text())
-    info = {"granularity": granularity, "negatives": negatives, "name": name, "base_config": f"configs/{base}",
+    info = {"granularity": granularity, "negatives": negatives, "name": name, "abbreviations": args.abbreviations, "base_config": f"configs/{base}",
             "encoder": args.encoder, "steps": args.steps, "eval_frequency": args.eval_frequency, "seed": args.seed,
             "train_seconds": seconds, "heldout_weak_scores": meta.get("performance", {}),
             "labels": meta.get("labels", {}), "weights": str(weights.relative_to(ROOT) if weights.is_relative_to(ROOT) else weights),
@@ -121,14 +126,17 @@ def pretrain(ds: str, weak: Path, work: Path, granularity: str, negatives: str, 
     return info
 
 
-def gazetteer_baseline(ds: str, corpus: Path, work: Path, env) -> dict:
-    """Plain gazetteer matching (the same type map) on the test text, exact labelled spans."""
-    report = work / "gazetteer_test.json"
+def gazetteer_baseline(ds: str, corpus: Path, work: Path, env, abbreviations: bool = False, split: str = "test") -> dict:
+    """Plain gazetteer matching (the same type map) on the test (or dev) text, exact labelled
+    spans; with `abbreviations`, label-weak's abbreviation rule on top."""
+    sfx = "-abbr" if abbreviations else ""
+    report = work / f"gazetteer_{split}{sfx}.json"
     if not report.exists():
         type_map = ROOT / "configs" / "weak" / f"{ds}.tsv"
-        run([sys.executable, "-m", "spacy_sciner", "label-weak", str(corpus / "test.spacy"), "-t", str(type_map),
-             "--gazetteer-dir", str(spancat_bench.DATA / "gazetteers" / "openbel"), "--gold", str(corpus / "test.spacy"),
-             "--report", str(report), "-o", str(work / "gazetteer_test.spacy"), "--no-progress"], work / "gazetteer.log", env)
+        run([sys.executable, "-m", "spacy_sciner", "label-weak", str(corpus / f"{split}.spacy"), "-t", str(type_map),
+             "--gazetteer-dir", str(spancat_bench.DATA / "gazetteers" / "openbel"), "--gold", str(corpus / f"{split}.spacy"),
+             "--report", str(report), "-o", str(work / f"gazetteer_{split}{sfx}.spacy"), "--no-progress",
+             *(["--abbreviations"] if abbreviations else [])], work / f"gazetteer_{split}{sfx}.log", env)
     row = json.loads(report.read_text())["noise"]["ALL"]
     return {"spans_p": row["p_exact"] / 100, "spans_r": row["r_exact"] / 100, "spans_f": row["f_exact"] / 100,
             "gold_spans": row["gold"]}
@@ -146,6 +154,16 @@ def heldout_docbin(cfg: Path, weak: Path, out: Path) -> int:
     return len(docs)
 
 
+def with_abbreviations(model: Path, out: Path) -> Path:
+    """The pipeline at `model` with `sciner_abbreviations` after it (no weights, no threshold:
+    defined short forms take the label their long form was predicted with), saved at `out`."""
+    if not (out / "meta.json").exists():
+        nlp = spacy.load(model)
+        nlp.add_pipe("sciner_abbreviations")
+        nlp.to_disk(out)
+    return out
+
+
 def zero_shot(ds: str, corpus: Path, work: Path, pre: dict, env, weak: Path = None) -> dict:
     """Step 4: the weak model on test, next to the gazetteer: as it is (argmax) and, with
     `weak`, after `sciner calibrate` on the held-out WEAK data (threshold chosen without gold)."""
@@ -156,16 +174,25 @@ def zero_shot(ds: str, corpus: Path, work: Path, pre: dict, env, weak: Path = No
     name = pre.get("name", pre["granularity"])
     model = work / f"pretrain-{name}" / "model-best"
     res = {"model": spancat_bench.evaluate(ds, "sciner_spancat", corpus, work, model=model),
-           "gazetteer": gazetteer_baseline(ds, corpus, work, env)}
+           "gazetteer": gazetteer_baseline(ds, corpus, work, env),
+           "gazetteer_abbreviations": gazetteer_baseline(ds, corpus, work, env, abbreviations=True)}
+    abbr = with_abbreviations(model, work / f"zero-shot-{name}-abbr")
+    res["model_abbreviations"] = spancat_bench.evaluate(ds, "sciner_spancat", corpus, work, model=abbr)
+    # Whether to use sciner_abbreviations is decided on dev (test only reports): the same four.
+    res["dev"] = {"model": spancat_bench.evaluate(ds, "sciner_spancat", corpus, work, model=model, split="dev"),
+                  "model_abbreviations": spancat_bench.evaluate(ds, "sciner_spancat", corpus, work, model=abbr, split="dev"),
+                  "gazetteer": gazetteer_baseline(ds, corpus, work, env, split="dev"),
+                  "gazetteer_abbreviations": gazetteer_baseline(ds, corpus, work, env, abbreviations=True, split="dev")}
     if weak is not None:
         cal = work / f"zero-shot-{name}-weak-calibrated"
+        heldout = work / f"heldout-{pre['granularity']}{'-abbr' if pre.get('abbreviations') else ''}.spacy"
         if not (cal / "meta.json").exists():
             trf = pre.get("encoder", "cnn") != "cnn"
             cfg = work / f"{'trf' if trf else 'cnn'}_weak_{pre['granularity']}_{pre['negatives']}.cfg"
-            heldout = work / f"heldout-{pre['granularity']}.spacy"
-            res["weak_heldout_docs"] = heldout_docbin(cfg, weak, heldout)
+            heldout_docbin(cfg, weak, heldout)
             run([sys.executable, "-m", "spacy_sciner", "calibrate", str(model), str(heldout), str(cal)],
                 work / f"calibrate-{name}.log", env)
+        res["weak_heldout_docs"] = len(DocBin().from_disk(heldout))
         res["model_weak_calibrated"] = spancat_bench.evaluate(ds, "sciner_spancat", corpus, work, model=cal)
     return res
 
@@ -196,24 +223,34 @@ def write_results(results: dict, path: Path) -> None:
              f"spans (`-plain`: any non-weak span), |E|^0.7 type sampling, model-best on the held-out 10% of the weak data; seed {results['seed']}, "
              f"{results['threads']} thread(s) per training. Zero-shot: that model-best on test as it is (argmax, "
              "no gold calibration or training) and calibrated (`sciner calibrate`) on the held-out weak data instead of gold dev, "
-             "against plain gazetteer matching with the same type map; exact labelled spans.", "",
+             "against plain gazetteer matching with the same type map; exact labelled spans. "
+             "`+ abbreviations`: the model with `sciner_abbreviations` after it, the gazetteer with label-weak's "
+             "`--abbreviations` (a defined short form takes its long form's label; rows `-abbr`: the weak labels too).", "",
              "| dataset | weak types, negatives | weak spans | updates | train min | held-out weak F | zero-shot P / R / F "
-             "| zero-shot, weak-calibrated P / R / F | gazetteer P / R / F |",
-             "|---|---|---:|---:|---:|---:|---|---|---|"]
+             "| zero-shot + abbreviations | zero-shot, weak-calibrated P / R / F | gazetteer P / R / F | gazetteer + abbreviations |",
+             "|---|---|---:|---:|---:|---:|---|---|---|---|---|"]
     for ds, res in results["datasets"].items():
-        n_spans = (res.get("weak_corpus", {}).get("labeling") or {}).get("spans", "—")
         for g, pre in res.get("pretrain", {}).items():
+            corpus = res.get("weak_corpus-abbr" if pre.get("abbreviations") else "weak_corpus", {})
+            n_spans = (corpus.get("labeling") or {}).get("spans", "—")
             zs = res.get("zero_shot", {}).get(g, {})
             fmt = (lambda s: f"{100 * s['spans_p']:.1f} / {100 * s['spans_r']:.1f} / **{100 * s['spans_f']:.1f}**")
             # the weak types are not the target's (coarse types; a type map covering part of
             # the target labels): no zero-shot score; the JSON keeps the labels compared
             model = fmt(zs["model"]) if "model" in zs else ("n/a: weak types ≠ target types" if "skipped" in zs else "—")
-            cal = fmt(zs["model_weak_calibrated"]) if "model_weak_calibrated" in zs else "—"
-            gaz = fmt(zs["gazetteer"]) if "gazetteer" in zs else "—"
+            cal, gaz, abbr, gaz_abbr = (fmt(zs[k]) if k in zs else "—" for k in (
+                "model_weak_calibrated", "gazetteer", "model_abbreviations", "gazetteer_abbreviations"))
             held = pre["heldout_weak_scores"].get("spans_sc_f")
             held = f"{100 * held:.1f}" if held is not None else "—"
             lines.append(f"| {ds} | {g} | {n_spans} | {pre.get('steps', '—')} | {pre['train_seconds'] / 60:.1f} | "
-                         f"{held} | {model} | {cal} | {gaz} |")
+                         f"{held} | {model} | {abbr} | {cal} | {gaz} | {gaz_abbr} |")
+    dev_rows = [(ds, g, zs["dev"]) for ds, res in results["datasets"].items()
+                for g, zs in res.get("zero_shot", {}).items() if "dev" in zs]
+    if dev_rows:
+        lines += ["", "Dev F (exact labelled spans), where the choice of `sciner_abbreviations` is made (test only reports):", ""]
+        lines += [f"* {ds} {g}: model {100 * d['model']['spans_f']:.1f}, + abbreviations "
+                  f"{100 * d['model_abbreviations']['spans_f']:.1f}; gazetteer {100 * d['gazetteer']['spans_f']:.1f}, "
+                  f"+ abbreviations {100 * d['gazetteer_abbreviations']['spans_f']:.1f}" for ds, g, d in dev_rows]
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
@@ -226,6 +263,8 @@ def main(argv=None) -> int:
     p.add_argument("--encoder", default="cnn", help="cnn (configs/sciner_spancat_cnn.cfg), or a transformer "
                    "name or path for configs/sciner_spancat.cfg (e.g. sciner-minilm; exported with export-encoder)")
     p.add_argument("--lines", type=int, default=30000, help="Aux lines to label")
+    p.add_argument("--abbreviations", action="store_true", help="Weak labels with label-weak --abbreviations "
+                   "(weak-abbr.spacy; rows named ...-abbr)")
     p.add_argument("--steps", type=int, default=2000, help="Weak pretraining updates")
     p.add_argument("--eval-frequency", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
@@ -250,7 +289,7 @@ def main(argv=None) -> int:
         res = results["datasets"].setdefault(ds, {})
         weak = label(ds, corpus, work, args, env, res)
         for g, neg in itertools.product(args.granularities, args.negatives):
-            name = variant_name(g, neg, args.encoder != "cnn")
+            name = variant_name(g, neg, args.encoder != "cnn", args.abbreviations)
             print(f"[{ds}] weak pretraining ({name}, {args.steps} updates)", flush=True)
             pre = res.setdefault("pretrain", {})[name] = pretrain(ds, weak, work, g, neg, args, env)
             res.setdefault("zero_shot", {})[name] = zero_shot(ds, corpus, work, pre, env, weak)

@@ -14,7 +14,7 @@ the zero-shot row of ``weak_cnn.md`` scores it) and the gazetteer's labels of th
   without spaces, two or more capitals or digits, no run of three lower-case letters: "A-T",
   "DM", "MPS IVA") and on the rest.
 
-    python benchmarks/zero_shot_errors.py --dataset ncbi_disease --row trf-fine-plain
+    python benchmarks/zero_shot_errors.py --dataset ncbi_disease --rows trf-fine-plain trf-fine-plain-abbr
 
 Writes benchmarks/results/zero_shot_errors.{json,md}.
 """
@@ -112,9 +112,12 @@ def abbreviation_potential(docs: Iterable[Doc], spans_key: str = "weak") -> dict
     return {"definitions_with_weak_long_form": n_def, "unlabeled_short_form_uses": n_uses}
 
 
-def predict(model: Path, docs: List[Doc]) -> List[Dict[Key, str]]:
-    """The model on the gold docs' words (their tokenization), spans of its spans_key."""
+def predict(model: Path, docs: List[Doc], abbreviations: bool = False) -> List[Dict[Key, str]]:
+    """The model on the gold docs' words (their tokenization), spans of its spans_key; with
+    `abbreviations`, ``sciner_abbreviations`` runs after it."""
     nlp = spacy.load(model)
+    if abbreviations:
+        nlp.add_pipe("sciner_abbreviations")
     key = nlp.get_pipe("sciner_spancat").cfg.get("spans_key", "sc")
     texts = (Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in docs)
     return [span_dict(doc.spans[key]) for doc in nlp.pipe(texts, batch_size=32)]
@@ -122,8 +125,10 @@ def predict(model: Path, docs: List[Doc]) -> List[Dict[Key, str]]:
 
 def markdown(res: dict) -> str:
     lines = ["# Zero-shot errors", "",
-             f"{res['dataset']} test, exact labelled spans; the weak model `{res['row']}` (argmax) from "
-             f"`weak_cnn.py` and plain gazetteer matching with the same type map. {res['gold']} gold mentions, "
+             f"{res['dataset']} test, exact labelled spans; the weak models {', '.join(f'`{r}`' for r in res['rows'])} "
+             "(argmax) from `weak_cnn.py` and plain gazetteer matching with the same type map; `+ abbreviations`: "
+             "the model with `sciner_abbreviations` after it, the gazetteer with label-weak's `--abbreviations` "
+             f"(a short form defined in the sentence takes its long form's label). {res['gold']} gold mentions, "
              f"{res['gold_abbreviations']} of them abbreviations (at most 10 characters, two or more capitals or "
              "digits, no run of three lower-case letters).", "",
              "| system | P | R | F | R on abbreviations | R on other mentions | false positives by kind | "
@@ -146,28 +151,32 @@ def markdown(res: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="ncbi_disease")
-    p.add_argument("--row", default="trf-fine-plain", help="weak_cnn.py row whose model-best is scored")
+    p.add_argument("--rows", nargs="+", default=["trf-fine-plain"], help="weak_cnn.py rows whose model-best is scored")
     p.add_argument("--state", type=Path, default=Path.home() / ".cache" / "spacy-sciner" / "convergence")
     p.add_argument("--work", type=Path, default=Path.home() / ".cache" / "spacy-sciner" / "weak_cnn")
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "zero_shot_errors")
     args = p.parse_args(argv)
     work = args.work / args.dataset
-    model, gaz = work / f"pretrain-{args.row}" / "model-best", work / "gazetteer_test.spacy"
-    for path in (model, gaz, work / "weak.spacy"):
+    models = {row: work / f"pretrain-{row}" / "model-best" for row in args.rows}
+    gaz, gaz_abbr = work / "gazetteer_test.spacy", work / "gazetteer_test-abbr.spacy"
+    for path in (*models.values(), gaz, gaz_abbr, work / "weak.spacy"):
         if not path.exists():
             sys.exit(f"error: {path} does not exist: run benchmarks/weak_cnn.py for {args.dataset} first")
     corpus = convergence.get_corpus(args.dataset, args.state)
     vocab = spacy.blank("en").vocab
     gold_docs = list(DocBin().from_disk(corpus / "test.spacy").get_docs(vocab))
     gold = [span_dict(d.spans["sc"]) for d in gold_docs]
-    gaz_docs = list(DocBin().from_disk(gaz).get_docs(vocab))
-    systems = {f"weak model ({args.row})": breakdown(gold, predict(model, gold_docs)),
-               "gazetteer": breakdown(gold, [span_dict(d.spans["weak"]) for d in gaz_docs])}
+    systems = {}
+    for row, model in models.items():
+        systems[f"weak model ({row})"] = breakdown(gold, predict(model, gold_docs))
+        systems[f"weak model ({row}) + abbreviations"] = breakdown(gold, predict(model, gold_docs, True))
+    for name, path in (("gazetteer", gaz), ("gazetteer + abbreviations", gaz_abbr)):
+        systems[name] = breakdown(gold, [span_dict(d.spans["weak"]) for d in DocBin().from_disk(path).get_docs(vocab)])
     weak_docs = list(DocBin().from_disk(work / "weak.spacy").get_docs(vocab))
     potential = {"docs": len(weak_docs), "weak_spans": sum(len(d.spans["weak"]) for d in weak_docs),
                  **abbreviation_potential(weak_docs)}
     first = next(iter(systems.values()))
-    res = {"dataset": args.dataset, "row": args.row, "gold": first["tp"] + first["fn"],
+    res = {"dataset": args.dataset, "rows": args.rows, "gold": first["tp"] + first["fn"],
            "gold_abbreviations": first["gold_abbreviations"], "systems": systems,
            "weak_corpus_abbreviations": potential}
     args.results.parent.mkdir(parents=True, exist_ok=True)

@@ -32,13 +32,29 @@ def test_table_rows(tmp_path):
         "zero_shot": {"fine": {"model": scores, "gazetteer": scores}, "coarse": {"skipped": "no"}}}}}
     weak_cnn.write_results(results, tmp_path / "weak_cnn")
     rows = [r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi")]
-    assert rows == ["| ncbi_disease | fine | 77 | 10 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | — | 50.0 / 25.0 / **33.3** |",
-                    "| ncbi_disease | coarse | 77 | — | 0.5 | — | n/a: weak types ≠ target types | — | — |"]
+    assert rows == ["| ncbi_disease | fine | 77 | 10 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | — | — | 50.0 / 25.0 / **33.3** | — |",
+                    "| ncbi_disease | coarse | 77 | — | 0.5 | — | n/a: weak types ≠ target types | — | — | — | — |"]
     results["datasets"]["ncbi_disease"]["zero_shot"]["fine"]["model_weak_calibrated"] = {
         "spans_p": 0.6, "spans_r": 0.2, "spans_f": 0.3}
     weak_cnn.write_results(results, tmp_path / "weak_cnn")
     row = next(r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi_disease | fine"))
-    assert "| 50.0 / 25.0 / **33.3** | 60.0 / 20.0 / **30.0** | 50.0 / 25.0 / **33.3** |" in row
+    assert "| 50.0 / 25.0 / **33.3** | — | 60.0 / 20.0 / **30.0** | 50.0 / 25.0 / **33.3** | — |" in row
+    # An -abbr row: its weak span count is that of the abbreviation-labeled corpus, and the
+    # abbreviation columns are filled.
+    ds = results["datasets"]["ncbi_disease"]
+    ds["weak_corpus-abbr"] = {"labeling": {"spans": 80}}
+    ds["pretrain"]["fine-abbr"] = dict(ds["pretrain"]["fine"], abbreviations=True)
+    ds["zero_shot"]["fine-abbr"] = {"model": scores, "model_abbreviations": {"spans_p": 0.6, "spans_r": 0.3, "spans_f": 0.4},
+                                    "gazetteer": scores, "gazetteer_abbreviations": {"spans_p": 0.7, "spans_r": 0.3, "spans_f": 0.42}}
+    weak_cnn.write_results(results, tmp_path / "weak_cnn")
+    row = next(r for r in (tmp_path / "weak_cnn.md").read_text().splitlines() if r.startswith("| ncbi_disease | fine-abbr"))
+    assert row == ("| ncbi_disease | fine-abbr | 80 | 10 | 1.5 | 80.0 | 50.0 / 25.0 / **33.3** | 60.0 / 30.0 / **40.0** | — "
+                   "| 50.0 / 25.0 / **33.3** | 70.0 / 30.0 / **42.0** |")
+    ds["zero_shot"]["fine-abbr"]["dev"] = {k: {"spans_f": f} for k, f in (
+        ("model", 0.3), ("model_abbreviations", 0.35), ("gazetteer", 0.31), ("gazetteer_abbreviations", 0.36))}
+    weak_cnn.write_results(results, tmp_path / "weak_cnn")
+    assert ("* ncbi_disease fine-abbr: model 30.0, + abbreviations 35.0; gazetteer 31.0, + abbreviations 36.0"
+            in (tmp_path / "weak_cnn.md").read_text())
 
 
 def test_heldout_docbin_is_the_weak_dev_split(tmp_path):

@@ -49,7 +49,7 @@ def test_breakdown_rejects_unequal_doc_counts():
 
 def test_markdown_row():
     b = zse.breakdown([{(0, 1, "D"): "DM"}], [{(0, 1, "D"): "DM"}])
-    res = {"dataset": "ncbi_disease", "row": "trf-fine-plain", "gold": 1, "gold_abbreviations": 1,
+    res = {"dataset": "ncbi_disease", "rows": ["trf-fine-plain"], "gold": 1, "gold_abbreviations": 1,
            "systems": {"gazetteer": b}}
     md = zse.markdown(res)
     assert "| gazetteer | 100.0 | 100.0 | 100.0 | 100.0 | 0.0 |" in md
