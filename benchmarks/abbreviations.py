@@ -17,27 +17,17 @@ import statistics
 import sys
 from pathlib import Path
 
-import spacy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import spancat_bench  # noqa: E402  (evaluate, ROOT)
+import spancat_bench  # noqa: E402  (evaluate, with_abbreviations, ROOT)
 
 ROOT = spancat_bench.ROOT
-
-
-def with_abbreviations(model: Path, out: Path) -> Path:
-    """`model` with sciner_abbreviations after sciner_spancat, saved at `out` (once)."""
-    if not (out / "meta.json").exists():
-        nlp = spacy.load(model)
-        nlp.add_pipe("sciner_abbreviations", after="sciner_spancat")
-        nlp.to_disk(out)
-    return out
 
 
 def score_run(run: Path, ds: str, evalc: Path) -> dict:
     """Span P/R/F of one run's calibrated model, without and with the component, dev and test."""
     model = run / "model-calibrated"
-    abbr = with_abbreviations(model, run / "model-calibrated-abbr")
+    abbr = spancat_bench.with_abbreviations(model, run / "model-calibrated-abbr")
     res = {}
     for split in ("dev", "test"):
         for name, path in (("model", model), ("model_abbreviations", abbr)):

@@ -171,6 +171,17 @@ def predicted_spans(doc: Doc, system: str):
     return list(doc.spans.get(SPANS_KEY, []))
 
 
+def with_abbreviations(model: Path, out: Path) -> Path:
+    """The pipeline at `model` with `sciner_abbreviations` after `sciner_spancat` (no weights, no
+    threshold: defined short forms take the label their long form was predicted with), saved at
+    `out` once, for `evaluate(..., model=out)`."""
+    if not (out / "meta.json").exists():
+        nlp = spacy.load(model)
+        nlp.add_pipe("sciner_abbreviations", after="sciner_spancat")
+        nlp.to_disk(out)
+    return out
+
+
 def evaluate(dataset: str, system: str, corpus: Path, work: Path, model: Path = None, split: str = "test") -> dict:
     """Exact-span (nested gold) and flat-entity P/R/F on test, plus a seqeval cross-check.
     `model`: the pipeline folder (default: model_dir(dataset, system, work)); `system` then

@@ -154,16 +154,6 @@ def heldout_docbin(cfg: Path, weak: Path, out: Path) -> int:
     return len(docs)
 
 
-def with_abbreviations(model: Path, out: Path) -> Path:
-    """The pipeline at `model` with `sciner_abbreviations` after it (no weights, no threshold:
-    defined short forms take the label their long form was predicted with), saved at `out`."""
-    if not (out / "meta.json").exists():
-        nlp = spacy.load(model)
-        nlp.add_pipe("sciner_abbreviations")
-        nlp.to_disk(out)
-    return out
-
-
 def zero_shot(ds: str, corpus: Path, work: Path, pre: dict, env, weak: Path = None) -> dict:
     """Step 4: the weak model on test, next to the gazetteer: as it is (argmax) and, with
     `weak`, after `sciner calibrate` on the held-out WEAK data (threshold chosen without gold)."""
@@ -176,7 +166,7 @@ def zero_shot(ds: str, corpus: Path, work: Path, pre: dict, env, weak: Path = No
     res = {"model": spancat_bench.evaluate(ds, "sciner_spancat", corpus, work, model=model),
            "gazetteer": gazetteer_baseline(ds, corpus, work, env),
            "gazetteer_abbreviations": gazetteer_baseline(ds, corpus, work, env, abbreviations=True)}
-    abbr = with_abbreviations(model, work / f"zero-shot-{name}-abbr")
+    abbr = spancat_bench.with_abbreviations(model, work / f"zero-shot-{name}-abbr")
     res["model_abbreviations"] = spancat_bench.evaluate(ds, "sciner_spancat", corpus, work, model=abbr)
     # Whether to use sciner_abbreviations is decided on dev (test only reports): the same four.
     res["dev"] = {"model": spancat_bench.evaluate(ds, "sciner_spancat", corpus, work, model=model, split="dev"),

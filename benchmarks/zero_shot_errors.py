@@ -29,7 +29,7 @@ from typing import Dict, Iterable, List, Tuple
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from spacy_sciner.mining.acronyms import find_definitions
+from spacy_sciner.mining.acronyms import abbreviation_spans
 from spacy_sciner.weak.noise import noise_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,22 +94,15 @@ def breakdown(gold: List[Dict[Key, str]], pred: List[Dict[Key, str]], top: int =
 
 
 def abbreviation_potential(docs: Iterable[Doc], spans_key: str = "weak") -> dict:
-    """Acronym definitions whose long form ends with a weak span (its head: "chronic lymphocytic
-    leukemia ( CLL )"), and the unlabeled uses of their short forms in the same doc."""
-    n_def = n_uses = 0
+    """What label-weak's ``--abbreviations`` rule (``abbreviation_spans``) adds to weak docs: the
+    short forms of definitions whose long form ends with a weak span ("chronic lymphocytic
+    [leukemia] ( CLL )"), and their other uses in the same doc."""
+    n = 0
     for doc in docs:
-        spans = [(s.start, s.end) for s in doc.spans.get(spans_key, [])]
-        if not spans:
-            continue
-        words = [t.text for t in doc]
-        for _, lf_start, lf_end, sf_start, sf_end in find_definitions(words):
-            if not any(e == lf_end and s >= lf_start for s, e in spans):
-                continue
-            n_def += 1
-            short, n = words[sf_start:sf_end], sf_end - sf_start
-            n_uses += sum(words[i:i + n] == short and not any(s < i + n and i < e for s, e in spans)
-                          for i in range(len(words) - n + 1))
-    return {"definitions_with_weak_long_form": n_def, "unlabeled_short_form_uses": n_uses}
+        spans = [(s.start, s.end, s.label_, "") for s in doc.spans.get(spans_key, [])]
+        if spans:
+            n += len(abbreviation_spans([t.text for t in doc], spans))
+    return {"short_form_spans": n}
 
 
 def predict(model: Path, docs: List[Doc], abbreviations: bool = False) -> List[Dict[Key, str]]:
@@ -142,9 +135,9 @@ def markdown(res: dict) -> str:
         lines.append(f"| {name} | {b['p']} | {b['r']} | {b['f']} | {b['recall_by_kind']['abbreviation']} | "
                      f"{b['recall_by_kind']['other']} | {kinds(b['fp_kinds'])} | {kinds(b['fn_kinds'])} | {top} |")
     if pot:
-        lines += ["", f"Weak corpus ({pot['docs']} lines, {pot['weak_spans']} weak spans): "
-                  f"{pot['definitions_with_weak_long_form']} acronym definitions whose long form ends with a weak "
-                  f"span, {pot['unlabeled_short_form_uses']} unlabeled uses of their short forms in the same line."]
+        lines += ["", f"Weak corpus ({pot['docs']} lines, {pot['weak_spans']} weak spans): label-weak's "
+                  f"`--abbreviations` adds {pot['short_form_spans']} short-form spans (defined short forms whose "
+                  "long form ends with a weak span, and their other uses in the same line)."]
     return "\n".join(lines) + "\n"
 
 

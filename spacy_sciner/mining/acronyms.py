@@ -37,9 +37,9 @@ LabeledSpan = Tuple[int, int, str, str]  # (start, end, label, source)
 
 def is_valid_short_form(tokens: Sequence[str]) -> bool:
     """Schwartz-Hearst short-form test, on 1-2 tokens ("-"/"/" tokens between them aside)."""
-    inner = tokens[1:-1]
-    words = [tokens[0], *(t for t in inner if t not in _JOINERS), *tokens[1:][-1:]]
-    if not 1 <= len(words) <= 2 or (len(tokens) > 1 and tokens[-1] in _JOINERS):
+    if not tokens or tokens[0] in _JOINERS or tokens[-1] in _JOINERS:
+        return False
+    if not 1 <= sum(t not in _JOINERS for t in tokens) <= 2:
         return False
     text = "".join(tokens)
     if not 2 <= len(text) <= 10 or not text[0].isalnum():

@@ -66,6 +66,6 @@ def test_abbreviation_potential():
     other = Doc(vocab, words="the support vector machine ( SVM ) and SVM".split())
     other.spans["weak"] = [Span(other, 1, 2, label="Disease")]  # not at the long form's end
     res = zse.abbreviation_potential([doc, other, Doc(vocab, words=["x"])])
-    assert res == {"definitions_with_weak_long_form": 1, "unlabeled_short_form_uses": 2}
+    assert res == {"short_form_spans": 2}  # "( CLL )" and "CLL cells"
     doc.spans["weak"] = [Span(doc, 3, 5, label="Disease"), Span(doc, 6, 7, label="Disease")]
-    assert zse.abbreviation_potential([doc])["unlabeled_short_form_uses"] == 1
+    assert zse.abbreviation_potential([doc])["short_form_spans"] == 1
