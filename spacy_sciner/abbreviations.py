@@ -12,15 +12,20 @@ threshold; it works per ``Doc``, so it sees more definitions when a Doc is a who
 than when it is one sentence.
 
     nlp.add_pipe("sciner_abbreviations", after="sciner_spancat")
+
+``sciner calibrate --abbreviations auto`` makes that choice on dev (``choose_on_dev``).
 """
-from typing import List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 import numpy
 from spacy.language import Language
 from spacy.tokens import Doc, Span
+from spacy.training import Example
 
 from .mining.acronyms import abbreviation_spans
-from .scoring import DEFAULT_SPANS_KEY
+from .scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
+
+MODES = ("off", "on", "auto")
 
 
 class AbbreviationPropagator:
@@ -72,3 +77,47 @@ def make_abbreviation_propagator(nlp: Language, name: str, spans_key: Optional[s
                                  ents: bool) -> AbbreviationPropagator:
     """Create a ``sciner_abbreviations`` component (see the module docstring)."""
     return AbbreviationPropagator(name, spans_key, ents)
+
+
+def choose_on_dev(nlp: Language, examples: Iterable[Example], *, after: str, mode: str = "auto",
+                  batch_size: int = 64) -> Dict[str, Any]:
+    """Add ``sciner_abbreviations`` after the component ``after``, or not, by its dev score.
+
+    The pipeline predicts the dev docs once; the component is applied to copies of those
+    predictions, and both versions are scored with ``after``'s span key (exact spans, as
+    ``sciner calibrate`` scores its decision rule).
+
+    nlp (Language): The pipeline, changed in place when the component is added.
+    examples (Iterable[Example]): Dev examples with gold spans.
+    after (str): The span-writing component to follow; its ``spans_key`` and ``write_ents``
+        settings are copied.
+    mode (str): "on": add it whatever the score; "auto": add it only if the dev span F rises;
+        "off": leave the pipeline alone (nothing is predicted).
+    batch_size (int): Docs per batch.
+    RETURNS (Dict[str, Any]): ``mode``, ``added`` and, unless "off", ``dev_f_without`` /
+        ``dev_f_with`` (span F) and ``spans_added`` (short forms the component added on dev).
+    """
+    if mode not in MODES:
+        raise ValueError(f"abbreviations mode must be one of {MODES}, got {mode!r}")
+    if mode == "off":
+        return {"mode": mode, "added": False}
+    if "sciner_abbreviations" in nlp.pipe_names:
+        return {"mode": mode, "added": False, "note": "already in the pipeline"}
+    cfg = getattr(nlp.get_pipe(after), "cfg", {})
+    key, ents = cfg.get("spans_key", DEFAULT_SPANS_KEY), bool(cfg.get("write_ents", True))
+    examples = list(examples)
+    preds = list(nlp.pipe((eg.predicted.copy() for eg in examples), batch_size=batch_size))
+    propagator = AbbreviationPropagator(spans_key=key, ents=ents)
+    extended = [propagator(doc.copy()) for doc in preds]
+    f_key = f"spans_{key}_f"
+    report: Dict[str, Any] = {"mode": mode}
+    for name, docs in (("without", preds), ("with", extended)):
+        scores = score_spans_and_ents([Example(d, eg.reference) for d, eg in zip(docs, examples)],
+                                      spans_key=key, write_ents=False)
+        report[f"dev_f_{name}"] = float(scores[f_key] or 0.0)
+    report["spans_added"] = sum(len(e.spans.get(key, [])) - len(p.spans.get(key, []))
+                                for p, e in zip(preds, extended))
+    report["added"] = mode == "on" or report["dev_f_with"] > report["dev_f_without"]
+    if report["added"]:
+        nlp.add_pipe("sciner_abbreviations", after=after, config={"spans_key": key, "ents": ents})
+    return report

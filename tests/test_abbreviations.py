@@ -69,3 +69,48 @@ def test_evaluate_counts_the_propagated_short_forms():
     scores = [nlp.evaluate([example(nlp)]) for nlp in (without, with_)]
     assert scores[0]["ents_r"] == pytest.approx(1 / 3) and scores[0]["ents_p"] == 1.0
     assert scores[1]["ents_r"] == 1.0 and scores[1]["ents_p"] == 1.0
+
+
+def ruler_nlp():
+    """A span_ruler writing doc.spans["sc"]: finds the long form, never the short form."""
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("span_ruler", config={"spans_key": "sc"})
+    ruler.add_patterns([{"label": "DISEASE", "pattern": "adenomatous polyposis"}])
+    return nlp
+
+
+def dev_examples(nlp, short_forms_are_gold):
+    reference = nlp.make_doc(TEXT)
+    spans = [(1, 3)] + ([(4, 5), (10, 11)] if short_forms_are_gold else [])
+    reference.spans["sc"] = [Span(reference, s, e, label="DISEASE") for s, e in spans]
+    return [Example(nlp.make_doc(TEXT), reference)]
+
+
+@pytest.mark.parametrize("gold_short_forms,mode,added", [
+    (True, "auto", True),     # dev F 0.5 -> 1.0
+    (False, "auto", False),   # dev F 1.0 -> 0.5: dev says no
+    (False, "on", True),
+])
+def test_choose_on_dev(gold_short_forms, mode, added):
+    from spacy_sciner.abbreviations import choose_on_dev
+
+    nlp = ruler_nlp()
+    report = choose_on_dev(nlp, dev_examples(nlp, gold_short_forms), after="span_ruler", mode=mode)
+    assert report["added"] is added and report["spans_added"] == 2
+    f_gold, f_ruler = (1.0, 0.5) if gold_short_forms else (0.5, 1.0)
+    assert report["dev_f_with"] == pytest.approx(f_gold) and report["dev_f_without"] == pytest.approx(f_ruler)
+    assert nlp.pipe_names == (["span_ruler", "sciner_abbreviations"] if added else ["span_ruler"])
+    assert len(nlp(TEXT).spans["sc"]) == (3 if added else 1)
+
+
+def test_choose_on_dev_off_and_bad_mode():
+    from spacy_sciner.abbreviations import choose_on_dev
+
+    nlp = ruler_nlp()
+    assert choose_on_dev(nlp, dev_examples(nlp, True), after="span_ruler", mode="off") == {"mode": "off", "added": False}
+    assert nlp.pipe_names == ["span_ruler"]
+    with pytest.raises(ValueError, match="off"):
+        choose_on_dev(nlp, dev_examples(nlp, True), after="span_ruler", mode="yes")
+    nlp.add_pipe("sciner_abbreviations")
+    assert choose_on_dev(nlp, dev_examples(nlp, True), after="span_ruler")["note"] == "already in the pipeline"
+    assert nlp.pipe_names == ["span_ruler", "sciner_abbreviations"]

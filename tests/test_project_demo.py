@@ -94,8 +94,14 @@ def test_packaged_model_card_has_calibrated_dev_and_test_scores(demo):
     assert not any(k.endswith("_loss") for k in meta["performance"])
     calibration = meta["sciner"]["calibration"]
     assert meta["sciner"]["calibrated"] and calibration["target_recall"] == 0.99
-    # `sciner calibrate` measured the same dev F on the same docs
-    assert dev["spans_sc_f"] == pytest.approx(calibration["dev_f"], abs=1e-6)
+    # `sciner calibrate` measured the same dev F on the same docs, and (the project's
+    # --abbreviations auto) added sciner_abbreviations only where it raised that F.
+    abbr = calibration["abbreviations"]
+    assert abbr["mode"] == "auto" and abbr["dev_f_without"] == pytest.approx(calibration["dev_f"], abs=1e-6)
+    assert abbr["added"] == (abbr["dev_f_with"] > abbr["dev_f_without"])
+    assert ("sciner_abbreviations" in meta["pipeline"]) == abbr["added"]
+    expected = abbr["dev_f_with"] if abbr["added"] else abbr["dev_f_without"]
+    assert dev["spans_sc_f"] == pytest.approx(expected, abs=1e-6)
     # calibrate scored model-best and model-last on dev (the run's last updates are never
     # evaluated by spacy train) and packaged the better one.
     assert Path(calibration["selected_checkpoint"]).name in ("model-best", "model-last")

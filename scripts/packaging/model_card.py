@@ -186,6 +186,10 @@ def build_meta(
         if calibration
         else "**Not calibrated**: the component's cfg has no calibration report."
     )
+    abbr = calibration.get("abbreviations") if calibration else None
+    if abbr and "dev_f_with" in abbr:
+        calib += (f" `sciner_abbreviations` ({abbr['mode']}): dev span F {_pct(abbr['dev_f_without'])} "
+                  f"without, {_pct(abbr['dev_f_with'])} with: {'in' if abbr['added'] else 'not in'} the pipeline.")
     meta["notes"] = "\n\n".join(
         [
             "### Evaluation (calibrated pipeline)",

@@ -1,5 +1,6 @@
-"""``sciner calibrate``: choose the high-recall filter's threshold, the decision rule and
-(with ``--also``) the checkpoint on dev data."""
+"""``sciner calibrate``: choose the high-recall filter's threshold, the decision rule,
+(with ``--also``) the checkpoint and (with ``--abbreviations``) ``sciner_abbreviations`` on dev
+data."""
 import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -21,6 +22,7 @@ def calibrate_cli(
     component: Optional[str] = typer.Option(None, "--component", help="Component name (default: the only sciner_spancat)"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for CPU"),
     batch_size: int = typer.Option(64, "--batch-size", help="Docs per batch"),
+    abbreviations: str = typer.Option("off", "--abbreviations", help="Add sciner_abbreviations after the span categorizer: off, on, or auto (only if it raises the calibrated dev span F)"),
 ) -> None:
     """Calibrate a trained sciner_spancat on dev, print the report and save the pipeline.
 
@@ -29,7 +31,9 @@ def calibrate_cli(
     the output directory are checked before the (long) calibration runs. With --also,
     every checkpoint is calibrated and the best on dev (calibrated micro F, ties: the
     first) is saved: `spacy train` does not score its last updates, model-last may be
-    better than model-best.
+    better than model-best. With --abbreviations auto, the saved pipeline gets
+    sciner_abbreviations (defined short forms take their long form's label) only where
+    that raises the calibrated pipeline's dev span F.
     """
     from spacy.cli._util import setup_gpu
 
@@ -42,18 +46,22 @@ def calibrate_cli(
         fail(f"--target-recall must be in (0, 1], got {target_recall}")
     if batch_size < 1:
         fail(f"--batch-size must be >= 1, got {batch_size}")
+    if abbreviations not in ("off", "on", "auto"):
+        fail(f"--abbreviations must be off, on or auto, got '{abbreviations}'")
     setup_gpu(gpu_id)
     best = None
     for path in candidates:
-        nlp, report = _calibrate(path, dev_path, component, target_recall, tune_threshold, batch_size)
+        nlp, report, name, examples = _calibrate(path, dev_path, component, target_recall, tune_threshold, batch_size)
         if len(candidates) > 1:
             typer.echo(f"{path}: calibrated dev F {report.get('dev_f', float('nan')):.4f}")
         if best is None or report.get("dev_f", 0.0) > best[1].get("dev_f", 0.0):
-            best = (nlp, report, path)
-    nlp, report, chosen = best
+            best = (nlp, report, path, name, examples)
+    nlp, report, chosen, name, examples = best
     if len(candidates) > 1:
         report["selected_checkpoint"] = str(chosen)
         typer.echo(f"selected {chosen} (best calibrated dev F of {len(candidates)} checkpoints)")
+    if abbreviations != "off":
+        report["abbreviations"] = _choose_abbreviations(nlp, examples, name, abbreviations, batch_size)
     try:
         save_pipeline(nlp, output_dir)
     except OSError as err:
@@ -63,8 +71,9 @@ def calibrate_cli(
 
 
 def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target_recall: float,
-               tune_threshold: bool, batch_size: int) -> Tuple[Any, Dict[str, Any]]:
-    """Load one checkpoint, calibrate its sciner_spancat on dev and print the report."""
+               tune_threshold: bool, batch_size: int) -> Tuple[Any, Dict[str, Any], str, list]:
+    """Load one checkpoint, calibrate its sciner_spancat on dev and print the report.
+    Returns the pipeline, the report, the component's name and the dev examples."""
     import spacy
     from spacy.training import Corpus
 
@@ -106,7 +115,23 @@ def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target
             f"decision rule {rule}: dev P {report['dev_p']:.4f} R {report['dev_r']:.4f} F {report['dev_f']:.4f} "
             f"(argmax F {report['argmax_dev_f']:.4f}, best floor {report['floor_threshold']:.4g} F {report['floor_dev_f']:.4f})"
         )
-    return nlp, report
+    return nlp, report, names[0], examples
+
+
+def _choose_abbreviations(nlp, examples: list, name: str, mode: str, batch_size: int) -> Dict[str, Any]:
+    """sciner_abbreviations after `name`, or not (abbreviations.choose_on_dev); prints why."""
+    from ..abbreviations import choose_on_dev
+
+    report = choose_on_dev(nlp, examples, after=name, mode=mode, batch_size=batch_size)
+    if "note" in report:
+        typer.echo(f"sciner_abbreviations: {report['note']}")
+    else:
+        typer.echo(
+            f"sciner_abbreviations ({mode}): dev span F {report['dev_f_without']:.4f} without, "
+            f"{report['dev_f_with']:.4f} with ({report['spans_added']} short forms added): "
+            f"{'added' if report['added'] else 'not added'}"
+        )
+    return report
 
 
 def _first_line(err: Exception) -> str:

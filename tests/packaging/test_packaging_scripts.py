@@ -93,6 +93,18 @@ def test_model_card_records_calibrated_dev_and_test_scores(tmp_path):
     assert "filter threshold 0.01" in meta["notes"]
 
 
+def test_model_card_states_the_abbreviations_choice(tmp_path):
+    model = _model_dir(tmp_path)
+    choice = {"mode": "auto", "dev_f_without": 0.61, "dev_f_with": 0.64, "spans_added": 12, "added": True}
+    cfg = {"threshold": 0.2, "calibration": {**CALIBRATION, "abbreviations": choice}}
+    (model / "sciner_spancat" / "cfg").write_text(json.dumps(cfg))
+    notes = model_card.build_meta(model, "ncbi_disease", _metrics(0.6), _metrics(0.7))["notes"]
+    assert "`sciner_abbreviations` (auto): dev span F 61.0 without, 64.0 with: in the pipeline." in notes
+    # Without the choice (calibrate's default --abbreviations off) the card says nothing of it.
+    assert "sciner_abbreviations" not in model_card.build_meta(
+        _model_dir(tmp_path / "plain"), "ncbi_disease", _metrics(0.6), _metrics(0.7))["notes"]
+
+
 def test_model_card_of_a_cnn_pipeline_names_no_encoder(tmp_path):
     model = _model_dir(tmp_path)
     (model / "config.cfg").write_text(

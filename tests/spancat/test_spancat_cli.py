@@ -180,3 +180,24 @@ def test_calibrate_also_keeps_the_checkpoint_best_on_dev(trained_nlp, tiny_bert_
         report = spacy.load(out).get_pipe("sciner_spancat").cfg["calibration"]
         assert report["selected_checkpoint"] == str(tmp_path / "trained")
         assert f"selected {tmp_path / 'trained'}" in result.output and report["dev_f"] > 0.5
+
+
+@pytest.mark.parametrize("mode", ["auto", "on"])
+def test_calibrate_abbreviations_choice_is_saved(trained_nlp, tmp_path, mode):
+    """--abbreviations: the saved pipeline has sciner_abbreviations exactly when the report says so."""
+    trained_nlp.to_disk(tmp_path / "model")
+    dev = write_dev(trained_nlp, tmp_path / "dev.spacy")
+    result = calibrate(tmp_path / "model", dev, tmp_path / "out", "--abbreviations", mode)
+    assert result.exit_code == 0, result.output
+    loaded = spacy.load(tmp_path / "out")
+    report = loaded.get_pipe("sciner_spancat").cfg["calibration"]["abbreviations"]
+    assert report["mode"] == mode and f"sciner_abbreviations ({mode}): dev span F" in result.output
+    assert report["added"] == (mode == "on" or report["dev_f_with"] > report["dev_f_without"])
+    assert ("sciner_abbreviations" in loaded.pipe_names) == report["added"]
+    if report["added"]:
+        assert loaded.pipe_names.index("sciner_abbreviations") == loaded.pipe_names.index("sciner_spancat") + 1
+
+
+def test_calibrate_bad_abbreviations_mode(saved, tmp_path, no_work, assert_cli_error):
+    model, dev = saved
+    assert_cli_error(calibrate(model, dev, tmp_path / "out", "--abbreviations", "yes"), "--abbreviations", "yes")
