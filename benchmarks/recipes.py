@@ -87,6 +87,20 @@ def measure(runs: list, state: Path, n_sentences: int, rounds: int) -> dict:
     return speeds
 
 
+def keep_earlier(speeds: dict, saved: dict) -> None:
+    """Merge the speeds of an earlier recipes.json into `speeds`: data sets not measured now keep
+    their own conditions; in a data set measured now, a model measured before but no longer on
+    disk keeps its earlier speed, flagged with that call's conditions (``earlier``)."""
+    for ds, before in saved["speeds"].items():
+        before_meta = before.get("meta", saved["meta"])
+        if ds not in speeds:
+            speeds[ds] = {**before, "meta": before_meta}
+            continue
+        for key, entry in before["words_per_s"].items():
+            if key not in speeds[ds]["words_per_s"]:
+                speeds[ds]["words_per_s"][key] = {**entry, "earlier": entry.get("earlier", before_meta)}
+
+
 def conditions(speeds: dict, meta: dict) -> str:
     """Threads and load average of the measurements: one phrase, or one per data set when
     they were measured in different calls (--datasets)."""
@@ -114,12 +128,17 @@ def table(conv: dict, speeds: dict, meta: dict) -> str:
         speed = measured.get(speed_key(r)) or (measured.get(r["system"]) if r["seed"] == 0 else None)
         several = sum(o["dataset"] == r["dataset"] and o["system"] == r["system"] for o in conv["runs"].values()) > 1
         recipe = f"{r['system']} (seed {r['seed']})" if several else r["system"]
-        wps = f"{speed['median']:,.0f}" if speed else "—"
+        wps = f"{speed['median']:,.0f}" + ("*" if "earlier" in speed else "") if speed else "—"
         ok = ("yes" if speed["median"] >= FAST_TARGET else "no") if speed else "—"
         test = f"{100 * s['test_spans_f']:.1f}" if s["test_spans_f"] is not None else "—"
         trf = "yes" if convergence.SYSTEMS.get(r["system"], (None, False))[1] else "no"
         lines.append(f"| {r['dataset']} | {recipe} | {trf} | {s['status']} | {test} | {100 * s['best_dev_f']:.1f} | "
                      f"{s['best_seconds'] / 60:.0f} / {s['train_seconds'] / 60:.0f} | {wps} | {ok} |")
+    earlier = sorted({(ds, e["earlier"]["updated"][:10], e["earlier"]["threads"], e["earlier"]["load_start"], e["earlier"]["load_end"])
+                      for ds, m in speeds.items() for e in m["words_per_s"].values() if "earlier" in e})
+    if earlier:
+        lines += ["", "\\* measured in an earlier call whose model is no longer on disk (not re-measured with the others): "
+                  + "; ".join(f"{ds} {day}, {t} thread(s), load average {a:.1f} -> {b:.1f}" for ds, day, t, a, b in earlier) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -156,10 +175,8 @@ def main(argv=None) -> int:
                 "load_end": os.getloadavg()[0], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         for measured in speeds.values():
             measured["meta"] = meta
-        if args.datasets and out.exists():  # keep the other data sets' speeds with their own conditions
-            saved = json.loads(out.read_text())
-            for ds, measured in saved["speeds"].items():
-                speeds.setdefault(ds, {**measured, "meta": measured.get("meta", saved["meta"])})
+        if out.exists():
+            keep_earlier(speeds, json.loads(out.read_text()))
         out.write_text(json.dumps({"meta": meta, "speeds": speeds}, indent=2) + "\n")
     args.results.with_suffix(".md").write_text(table(conv, speeds, meta))
     print(args.results.with_suffix(".md").read_text())

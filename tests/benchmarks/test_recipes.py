@@ -100,3 +100,29 @@ def test_each_seed_gets_its_own_speed_and_label(state):
             if line.startswith("| demo")}
     assert rows["spacy_ner_cnn (seed 0)"] == "—" and rows["spacy_ner_cnn (seed 1)"] != "—"
     assert rows["sciner_spancat_cnn"] == "—"
+
+
+def test_a_lost_models_earlier_speed_is_kept_and_flagged(state):
+    """Re-measuring a data set whose earlier model is no longer on disk keeps that model's
+    earlier speed, flagged '*' with the earlier call's conditions, instead of dropping it; the
+    models found are measured now (an earlier value of theirs is replaced)."""
+    out = state / "recipes"
+    old_meta = {"rounds": 3, "threads": 1, "load_start": 0.7, "load_end": 0.9, "updated": "2026-11-02T00:00:00Z"}
+    out.with_suffix(".json").write_text(json.dumps({"meta": old_meta, "speeds": {"demo": {
+        "sentences": 5, "words": 50, "meta": old_meta, "words_per_s": {
+            "sciner_spancat_cnn": {"median": 9000.0, "all": [9000.0]},
+            "spacy_ner_cnn": {"median": 1.0, "all": [1.0]}}}}}))
+    conv = json.loads((state / "convergence.json").read_text())
+    conv["runs"]["demo/sciner_spancat_cnn/0"]["summary"] = summary(0.6)  # evaluated, model gone
+    (state / "convergence.json").write_text(json.dumps(conv))
+    args = ["--state", state / "state", "--convergence", state / "convergence.json", "--results", out,
+            "--sentences", "20", "--rounds", "1", "--threads", "1", "--datasets", "demo"]
+    assert recipes.main([str(a) for a in args]) == 0
+    speeds = json.loads(out.with_suffix(".json").read_text())["speeds"]["demo"]["words_per_s"]
+    assert speeds["sciner_spancat_cnn"]["median"] == 9000.0 and speeds["sciner_spancat_cnn"]["earlier"] == old_meta
+    assert speeds["spacy_ner_cnn"]["median"] > 1.0 and "earlier" not in speeds["spacy_ner_cnn"]
+    text = out.with_suffix(".md").read_text()
+    rows = {line.split(" | ")[1]: line.split(" | ")[7] for line in text.splitlines() if line.startswith("| demo")}
+    assert rows["sciner_spancat_cnn"] == "9,000*" and not rows["spacy_ner_cnn"].endswith("*")
+    assert "\\* measured in an earlier call whose model is no longer on disk" in text
+    assert "demo 2026-11-02, 1 thread(s), load average 0.7 -> 0.9" in text
