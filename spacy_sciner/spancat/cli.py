@@ -46,8 +46,10 @@ def calibrate_cli(
         fail(f"--target-recall must be in (0, 1], got {target_recall}")
     if batch_size < 1:
         fail(f"--batch-size must be >= 1, got {batch_size}")
-    if abbreviations not in ("off", "on", "auto"):
-        fail(f"--abbreviations must be off, on or auto, got '{abbreviations}'")
+    from ..abbreviations import MODES
+
+    if abbreviations not in MODES:
+        fail(f"--abbreviations must be one of {', '.join(MODES)}, got '{abbreviations}'")
     setup_gpu(gpu_id)
     best = None
     for path in candidates:
