@@ -113,12 +113,50 @@ def conditions(speeds: dict, meta: dict) -> str:
     return "; ".join(f"{ds}: {phrase(m)} ({m['updated'][:10]})" for ds, m in metas.items())
 
 
+# Rows of the by-data-set table: the package's recipes first, then the baselines.
+ORDER = ["sciner_spancat_hybrid", "sciner_spancat", "sciner_spancat_cnn", "sciner_spancat_cnn_floret",
+         "sciner_spancat_cnn_pretrain", "sciner_spancat_cnn_floret_pretrain", "spacy_ner_cnn",
+         "spacy_ner_cnn_floret", "spacy_spancat", "spacy_ner"]
+
+
+def by_dataset(conv: dict) -> list:
+    """Test span F per recipe (rows) and data set (columns): the mean over seeds (each seed
+    listed when there are several), "stopped" where a run ended by its time budget rather than
+    by convergence, the best per data set in bold."""
+    cells = {}
+    for r in conv["runs"].values():
+        if r["summary"]["test_spans_f"] is not None:
+            cells.setdefault((r["system"], r["dataset"]), []).append(r)
+    datasets = sorted({ds for _, ds in cells})
+    systems = sorted({s for s, _ in cells}, key=lambda s: (ORDER.index(s) if s in ORDER else len(ORDER), s))
+    mean = {k: statistics.mean(100 * r["summary"]["test_spans_f"] for r in runs) for k, runs in cells.items()}
+    best = {ds: max(v for (_, d), v in mean.items() if d == ds) for ds in datasets}
+    lines = ["| test span F | " + " | ".join(datasets) + " |", "|---|" + "---:|" * len(datasets)]
+    for system in systems:
+        row = []
+        for ds in datasets:
+            runs = sorted(cells.get((system, ds), []), key=lambda r: r["seed"])
+            if not runs:
+                row.append("—")
+                continue
+            text = f"{mean[system, ds]:.1f}"
+            text = f"**{text}**" if f"{mean[system, ds]:.1f}" == f"{best[ds]:.1f}" else text
+            if len(runs) > 1:
+                text += f" (seeds {', '.join(str(r['seed']) for r in runs)}: " + ", ".join(
+                    f"{100 * r['summary']['test_spans_f']:.1f}" for r in runs) + ")"
+            if any(r["summary"]["status"] != "converged" for r in runs):
+                text += " (stopped)"
+            row.append(text)
+        lines.append(f"| {system} | " + " | ".join(row) + " |")
+    return lines
+
+
 def table(conv: dict, speeds: dict, meta: dict) -> str:
     lines = ["# Recipes: accuracy, training time, inference speed", "",
              f"Test span F: best dev checkpoint of each convergence.py run, decision rule chosen on dev "
              f"(benchmarks/results/convergence.md says how far each run got). Inference: `nlp.pipe` from words, "
              f"batch 64, median of {meta['rounds']} interleaved rounds after a warm-up, {conditions(speeds, meta)}; "
-             f"fast-recipe target {FAST_TARGET:,} words/s.", "",
+             f"fast-recipe target {FAST_TARGET:,} words/s.", "", *by_dataset(conv), "",
              "| dataset | recipe | transformer | run status | test span F | best dev F | min to best / trained | words/s | ≥ 5k w/s |",
              "|---|---|---|---|---:|---:|---|---:|---|"]
     for r in sorted(conv["runs"].values(), key=lambda r: (r["dataset"], -(r["summary"]["test_spans_f"] or 0))):
@@ -132,8 +170,11 @@ def table(conv: dict, speeds: dict, meta: dict) -> str:
         ok = ("yes" if speed["median"] >= FAST_TARGET else "no") if speed else "—"
         test = f"{100 * s['test_spans_f']:.1f}" if s["test_spans_f"] is not None else "—"
         trf = "yes" if convergence.SYSTEMS.get(r["system"], (None, False))[1] else "no"
-        lines.append(f"| {r['dataset']} | {recipe} | {trf} | {s['status']} | {test} | {100 * s['best_dev_f']:.1f} | "
-                     f"{s['best_seconds'] / 60:.0f} / {s['train_seconds'] / 60:.0f} | {wps} | {ok} |")
+        # a run still in its first segment has no evaluation yet
+        dev = f"{100 * s['best_dev_f']:.1f}" if s["best_dev_f"] is not None else "—"
+        to_best = f"{s['best_seconds'] / 60:.0f}" if s["best_seconds"] is not None else "—"
+        lines.append(f"| {r['dataset']} | {recipe} | {trf} | {s['status']} | {test} | {dev} | "
+                     f"{to_best} / {s['train_seconds'] / 60:.0f} | {wps} | {ok} |")
     earlier = sorted({(ds, e["earlier"]["updated"][:10], e["earlier"]["threads"], e["earlier"]["load_start"], e["earlier"]["load_end"])
                       for ds, m in speeds.items() for e in m["words_per_s"].values() if "earlier" in e})
     if earlier:

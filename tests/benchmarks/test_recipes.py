@@ -126,3 +126,27 @@ def test_a_lost_models_earlier_speed_is_kept_and_flagged(state):
     assert rows["sciner_spancat_cnn"] == "9,000*" and not rows["spacy_ner_cnn"].endswith("*")
     assert "\\* measured in an earlier call whose model is no longer on disk" in text
     assert "demo 2026-11-02, 1 thread(s), load average 0.7 -> 0.9" in text
+
+
+def test_by_dataset_table_means_seeds_marks_stopped_runs_and_the_best():
+    def run(ds, system, seed, f, status="converged"):
+        return {"dataset": ds, "system": system, "seed": seed, "summary": summary(f, status)}
+
+    conv = {"runs": {str(i): r for i, r in enumerate([
+        run("b", "sciner_spancat_cnn", 0, 0.742), run("b", "sciner_spancat_cnn", 1, 0.740),
+        run("b", "spacy_ner_cnn", 0, 0.70), run("a", "spacy_ner_cnn", 0, 0.45, "stopped"),
+        run("a", "sciner_spancat_hybrid", 0, 0.593, "stopped"), run("a", "sciner_spancat_cnn", 0, None)])}}
+    lines = recipes.by_dataset(conv)
+    # a run without any evaluation yet (just started) is a row of dashes in the long table
+    conv["runs"]["new"] = {**run("b", "sciner_spancat", 1, None, "running"),
+                           "summary": {**summary(None, "running"), "best_dev_f": None, "best_seconds": None}}
+    row = [line for line in recipes.table(conv, {}, {"rounds": 1, "threads": 1, "load_start": 0.0, "load_end": 0.0})
+           .splitlines() if line.startswith("| b | sciner_spancat |")]
+    assert row == ["| b | sciner_spancat | yes | running | — | — | — / 10 | — | — |"]
+    assert lines[0] == "| test span F | a | b |"
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines[2:]}
+    # the package's recipes first, then the baselines; an unevaluated run is no cell
+    assert list(rows) == ["sciner_spancat_hybrid", "sciner_spancat_cnn", "spacy_ner_cnn"]
+    assert rows["sciner_spancat_hybrid"] == ["**59.3** (stopped)", "— |"]
+    assert rows["sciner_spancat_cnn"] == ["—", "**74.1** (seeds 0, 1: 74.2, 74.0) |"]
+    assert rows["spacy_ner_cnn"] == ["45.0 (stopped)", "70.0 |"]
