@@ -120,6 +120,16 @@ def _encoder_name(model_dir: Path) -> Optional[str]:
     return "unknown" if any(c.get("factory") == "transformer" for c in components) else None
 
 
+def _is_hybrid(model_dir: Path) -> bool:
+    """Whether sciner_spancat reads transformer + character-aware CNN vectors
+    (configs/sciner_spancat_hybrid.cfg: spacy-sciner.HybridTok2Vec.v*)."""
+    from confection import Config
+
+    config = Config().from_disk(model_dir / "config.cfg", interpolate=False)
+    tok2vec = config.get("components", {}).get("sciner_spancat", {}).get("model", {}).get("tok2vec", {})
+    return "HybridTok2Vec" in str(tok2vec.get("@architectures", ""))
+
+
 def _scores(metrics: Dict[str, Any]) -> Dict[str, Any]:
     missing = [key for key in SCORES if key not in metrics]
     if missing:
@@ -142,8 +152,13 @@ def build_meta(
     data = DATASETS.get(dataset, {"name": dataset, "url": "", "author": "", "license": "unknown", "terms": "not recorded"})
     encoder = _encoder_name(model_dir)
     enc = ENCODERS.get(encoder, {"name": encoder, "url": "", "author": "", "license": "see the encoder's own terms"})
-    representation = (f"a transformer encoder ({encoder})" if encoder else
-                      "spaCy's CNN tok2vec (hash embeddings of the words' norm, prefix, suffix and shape; no transformer)")
+    cnn = "spaCy's CNN tok2vec (hash embeddings of the words' norm, prefix, suffix and shape"
+    if not encoder:
+        representation = f"{cnn}; no transformer)"
+    elif _is_hybrid(model_dir):
+        representation = f"a transformer encoder ({encoder}) whose vectors are concatenated with {cnn}), trained jointly"
+    else:
+        representation = f"a transformer encoder ({encoder})"
     calibration = _find_calibration(model_dir)
     test, dev = _scores(test_metrics), _scores(dev_metrics)
 

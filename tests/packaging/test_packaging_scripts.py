@@ -116,6 +116,19 @@ def test_model_card_of_a_cnn_pipeline_names_no_encoder(tmp_path):
     assert "No pretrained encoder." in meta["notes"]
 
 
+def test_model_card_of_a_hybrid_pipeline_names_encoder_and_cnn(tmp_path):
+    model = _model_dir(tmp_path)
+    (model / "config.cfg").write_text(CONFIG + '\n[components.sciner_spancat.model]\n\n'
+                                      '[components.sciner_spancat.model.tok2vec]\n'
+                                      '@architectures = "spacy-sciner.HybridTok2Vec.v1"\n')
+    meta = model_card.build_meta(model, "bionlp13cg", _metrics(0.6), _metrics(0.7))
+    assert "transformer encoder (sciner-minilm) whose vectors are concatenated with spaCy's CNN tok2vec" in meta["description"]
+    assert meta["sciner"]["encoder"] == "sciner-minilm"
+    # the plain transformer config's card does not claim a CNN
+    plain = model_card.build_meta(_model_dir(tmp_path / "plain"), "bionlp13cg", _metrics(0.6), _metrics(0.7))
+    assert "CNN" not in plain["description"]
+
+
 def test_model_card_says_when_the_pipeline_was_not_calibrated(tmp_path):
     meta = model_card.build_meta(_model_dir(tmp_path, calibrated=False), "demo", _metrics(0.6), _metrics(0.7))
     assert meta["sciner"]["calibrated"] is False
