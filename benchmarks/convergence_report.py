@@ -43,6 +43,10 @@ def write_results(state: Path, results_dir: Path, args) -> Path:
     runs = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
     for manifest in sorted((state / "runs").glob("*/*/manifest.json")):
         m = json.loads(manifest.read_text())
+        # A run still training (in another process, or killed mid-segment) is no result:
+        # it must not replace a recorded one, nor show up half-done in the tables.
+        if m.get("status") == "running":
+            continue
         runs[f"{m['dataset']}/{m['system']}/seed{m['seed']}"] = m
     for key, m in runs.items():  # summaries of merged runs too (marks may have changed)
         m["summary"] = summarize(m, args.marks)

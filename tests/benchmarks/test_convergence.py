@@ -153,3 +153,29 @@ def test_pretraining_time_adds_up_over_resumed_calls(tmp_path):
     assert json.loads((tmp_path / "assets.json").read_text()) == {"pretrain-x_s": 859.0}
     # once recorded, a later resume does not count the first call again
     assert assets._unrecorded_seconds(out, tmp_path, "pretrain-x") == 0.0
+
+
+def test_running_runs_do_not_replace_recorded_results(tmp_path):
+    """A run another process is still training (status "running") is left out of the
+    results: a recorded result under the same key stays, and no half-done row appears."""
+    from convergence_report import write_results
+
+    state, results = tmp_path / "state", tmp_path / "results"
+    results.mkdir()
+
+    def manifest(dataset, status):
+        return {"dataset": dataset, "system": "spacy_ner_cnn", "seed": 0, "status": status, "curve": [],
+                "segments": [], "best": None, "resume_checks": [], "evaluation": None}
+
+    (results / "convergence.json").write_text(json.dumps({"runs": {"old/spacy_ner_cnn/seed0": manifest("old", "stopped")}}))
+    for dataset in ("old", "new"):  # "old" restarted from scratch, "new" never finished
+        (state / "runs" / dataset / "spacy_ner_cnn-seed0").mkdir(parents=True)
+        (state / "runs" / dataset / "spacy_ner_cnn-seed0" / "manifest.json").write_text(json.dumps(manifest(dataset, "running")))
+    args = SimpleNamespace(marks=[15.0], smoke=True, encoder="x")
+    write_results(state, results, args)
+    runs = load(results)
+    assert set(runs) == {"old/spacy_ner_cnn/seed0"} and runs["old/spacy_ner_cnn/seed0"]["status"] == "stopped"
+    assert "running" not in (results / "convergence.md").read_text()
+    (state / "runs" / "new" / "spacy_ner_cnn-seed0" / "manifest.json").write_text(json.dumps(manifest("new", "converged")))
+    write_results(state, results, args)
+    assert load(results)["new/spacy_ner_cnn/seed0"]["status"] == "converged"
