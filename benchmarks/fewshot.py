@@ -12,6 +12,7 @@ systems, then test span F by spancat_bench.evaluate (exact labelled spans agains
 spans; the CNN ner's doc.ents are scored the same way).
 
 Systems: spacy_ner_cnn (configs/spacy_ner_cnn.cfg), minilm (sciner_spancat on sciner-minilm),
+hybrid (the default recipe: sciner_spancat on sciner-minilm + a character-aware CNN),
 pft (--pft: the pft_all workflow's encoder), weak_fine / weak_coarse (--weak-fine /
 --weak-coarse: weak_all's export-encoder), cnn (sciner_spancat on the CNN tok2vec, no
 transformer) and cnn_weak (--cnn-weak: its tok2vec weights pretrained on the weak labels,
@@ -65,7 +66,7 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--batch-words", type=int, default=500)
     p.add_argument("--target-recall", type=float, default=0.99)
-    p.add_argument("--encoder", default=None, help="minilm's encoder (default sciner-minilm; smoke: a tiny BERT folder)")
+    p.add_argument("--encoder", default=None, help="the encoder of minilm and hybrid (default sciner-minilm; smoke: a tiny BERT folder)")
     for recipe in parts.RECIPES.values():
         if recipe.encoder_option:
             p.add_argument(f"--{recipe.encoder_option.replace('_', '-')}", nargs="+", default=None,
@@ -118,8 +119,10 @@ def parse_args(argv=None):
         if r.encoder_option and getattr(args, r.encoder_option):
             items = [item.partition("=") for item in getattr(args, r.encoder_option)]
             args.templates[name] = {(ds if sep else "*"): (path if sep else ds) for ds, sep, path in items}
-    if args.encoder:
-        args.templates["minilm"] = args.encoder
+    if args.encoder:  # the plain encoder of every transformer recipe without its own option
+        for name, r in parts.RECIPES.items():
+            if r.transformer and r.encoder_option is None:
+                args.templates[name] = args.encoder
     args.results = args.results or (args.work / "results" if args.smoke else ROOT / "benchmarks" / "results")
     return args
 

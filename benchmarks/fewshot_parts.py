@@ -51,6 +51,8 @@ def register(recipe: Recipe) -> Recipe:
 
 register(Recipe("spacy_ner_cnn", "configs/spacy_ner_cnn.cfg", "ner", False, help="spaCy's stock CPU ner, no transformer"))
 register(Recipe("minilm", "configs/sciner_spancat.cfg", "sciner", True, encoder="sciner-minilm", help="sciner_spancat on MiniLM as is"))
+register(Recipe("hybrid", "configs/sciner_spancat_hybrid.cfg", "sciner", True, encoder="sciner-minilm",
+                help="the project's default recipe: sciner_spancat on MiniLM + a character-aware CNN (issue 9)"))
 register(Recipe("pft", "configs/sciner_spancat.cfg", "sciner", True, encoder_option="pft",
                 help="the pft_all workflow's encoder (mlm_cand+ecb), e.g. pft/{dataset}/encoder"))
 register(Recipe("weak_fine", "configs/sciner_spancat.cfg", "sciner", True, encoder_option="weak_fine", weak=True,

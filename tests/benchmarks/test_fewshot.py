@@ -127,8 +127,14 @@ def test_smoke_outputs(smoke, capsys):
     work, argv = smoke
     results = json.loads((work / "results" / "fewshot.json").read_text())
     assert set(results) >= {"settings", "runs", "summary", "skipped"}
-    systems = {"spacy_ner_cnn", "minilm", "weak_fine", "cnn"}
+    systems = {"spacy_ner_cnn", "minilm", "hybrid", "weak_fine", "cnn"}
     assert set(results["runs"]) == {f"scierc/{n}/{s}/seed0" for n in ("10", "20") for s in systems}
+    # --encoder is the encoder of both plain transformer recipes; the hybrid adds its char CNN.
+    for size in ("10", "20"):
+        hybrid, minilm = (results["runs"][f"scierc/{size}/{s}/seed0"] for s in ("hybrid", "minilm"))
+        assert hybrid["encoder"] == minilm["encoder"] and Path(hybrid["encoder"]).name == Path(argv[2]).name
+    config = (work / "work" / "scierc" / "size10" / "hybrid" / "seed0" / "model-best" / "config.cfg").read_text()
+    assert "spacy-sciner.HybridTok2Vec.v1" in config
     for size in ("10", "20"):
         cells = results["summary"]["scierc"][size]
         assert set(cells) == systems and all(c["n"] == 1 and 0.0 <= c["mean"] <= 1.0 for c in cells.values())
@@ -153,7 +159,7 @@ def test_smoke_outputs(smoke, capsys):
     capsys.readouterr()
     assert fewshot.main(argv) == 0
     out = capsys.readouterr().out
-    assert "training (" not in out and out.count("done before") == 8
+    assert "training (" not in out and out.count("done before") == 10
     # A later call with other sizes and seeds keeps the earlier calls' steps and seeds.
     assert fewshot.main(argv + ["--report-only", "--sizes", "30", "--steps", "7", "--seeds", "3"]) == 0
     settings = json.loads((work / "results" / "fewshot.json").read_text())["settings"]
