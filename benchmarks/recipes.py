@@ -140,7 +140,7 @@ def by_dataset(conv: dict) -> list:
                 row.append("—")
                 continue
             text = f"{mean[system, ds]:.1f}"
-            text = f"**{text}**" if f"{mean[system, ds]:.1f}" == f"{best[ds]:.1f}" else text
+            text = f"**{text}**" if text == f"{best[ds]:.1f}" else text  # ties at the shown precision
             if len(runs) > 1:
                 text += f" (seeds {', '.join(str(r['seed']) for r in runs)}: " + ", ".join(
                     f"{100 * r['summary']['test_spans_f']:.1f}" for r in runs) + ")"
