@@ -11,7 +11,8 @@ On the CPU, with small sizes (what CI runs through tests/benchmarks/test_gpu_che
 
 Steps, each timed, each failure recorded without stopping the others:
 
-1. ``spacy train configs/sciner_spancat.cfg`` for ``--updates`` updates on SciERC;
+1. ``spacy train configs/<--config>.cfg`` (default ``sciner_spancat``; the hybrid recipe is
+   ``--config sciner_spancat_hybrid``) for ``--updates`` updates on SciERC;
 2. ``sciner calibrate`` on dev; ``spacy evaluate`` on test;
 3. ``nlp.pipe`` words/s of the calibrated pipeline against the bare transformer (the
    same pipeline with only ``transformer`` enabled) at two batch sizes, interleaved
@@ -57,7 +58,7 @@ def step_train(args, corpus: Path, work: Path) -> dict:
     out = work / "train"
     jsonl = work / "train.jsonl"
     cmd = [
-        sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "sciner_spancat.cfg"), "--output", str(out),
+        sys.executable, "-m", "spacy", "train", str(config_path(args.config)), "--output", str(out),
         "--paths.train", str(corpus / "train.spacy"), "--paths.dev", str(corpus / "dev.spacy"),
         "--components.transformer.model.name", args.encoder, "--training.max_steps", str(args.updates),
         "--training.max_epochs", "0", "--training.eval_frequency", str(max(1, args.updates // 2)),
@@ -71,6 +72,14 @@ def step_train(args, corpus: Path, work: Path) -> dict:
     # Between the two evaluations: updates/s with one dev evaluation included.
     rate = (last["step"] - first["step"]) / max(last["seconds"] - first["seconds"], 1e-9)
     return {"seconds": seconds, "updates": last["step"], "updates_per_s": rate, "dev_score": last["score"]}
+
+
+def config_path(name: str) -> Path:
+    """``configs/<name>.cfg``, or ``name`` itself if it is a file."""
+    path = Path(name) if Path(name).is_file() else ROOT / "configs" / f"{name}.cfg"
+    if not path.is_file():
+        raise SystemExit(f"gpu_check: no config {name!r} (looked for {path})")
+    return path
 
 
 def step_calibrate_evaluate(args, corpus: Path, work: Path) -> dict:
@@ -159,7 +168,7 @@ def step_mixed_precision(args, train_docs_path: Path) -> dict:
     for size, encoder in encoders.items():
         for mixed in (False, True):
             result[f"{size}_{'mixed' if mixed else 'fp32'}"] = train_speed(
-                ROOT / "configs" / "sciner_spancat.cfg", encoder, train_docs_path, args.gpu_id, mixed,
+                config_path(args.config), encoder, train_docs_path, args.gpu_id, mixed,
                 updates=args.mp_updates, profile=args.profile,
             )
         result[f"{size}_mixed_vs_fp32"] = result[f"{size}_mixed"]["s_per_update"] / result[f"{size}_fp32"]["s_per_update"]
@@ -170,6 +179,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gpu-id", type=int, default=-1)
     p.add_argument("--encoder", default="sciner-minilm", help="Encoder for training, PFT and speed (name or folder)")
+    p.add_argument("--config", default="sciner_spancat",
+                   help="configs/<name>.cfg to train and time (a transformer + sciner_spancat config)")
     p.add_argument("--big-encoder", default=None, help="A second, larger encoder for the mixed-precision timing")
     p.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "scierc")
     p.add_argument("--out", type=Path, required=True, help="Results folder (or JSON file with --speed-only)")

@@ -149,7 +149,8 @@ def _profile(nlp, optimizer, batches) -> List[Tuple]:
 
 def markdown_report(report: dict) -> str:
     """The JSON report as a short Markdown page."""
-    lines = ["# gpu_check", "", f"Machine: `{json.dumps(report['machine'])}`", ""]
+    config = report.get("args", {}).get("config", "sciner_spancat")
+    lines = ["# gpu_check", "", f"Machine: `{json.dumps(report['machine'])}`", "", f"Config: `{config}`", ""]
     if report.get("label"):
         lines[1:1] = ["", report["label"]]
     if "train" in report:

@@ -52,3 +52,12 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     copy = gpu_check.settings_known_here(str(model), tmp_path / "known")
     assert spacy.load(copy).pipe_names == ["transformer", "sciner_spancat"]
     assert gpu_check.settings_known_here(str(tmp_path / "work" / "calibrated"), tmp_path / "x") == str(tmp_path / "work" / "calibrated")
+
+
+def test_gpu_check_config_names_a_configs_file_or_a_path(tmp_path):
+    assert gpu_check.config_path("sciner_spancat_hybrid") == ROOT / "configs" / "sciner_spancat_hybrid.cfg"
+    own = tmp_path / "mine.cfg"
+    own.write_text("[nlp]\n")
+    assert gpu_check.config_path(str(own)) == own
+    with pytest.raises(SystemExit, match="no config 'nope'"):
+        gpu_check.config_path("nope")
