@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tupl
 import numpy
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc
+from spacy.tokens import Doc, SpanGroup
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer, set_dropout_rate
@@ -46,7 +46,7 @@ from thinc.types import Floats2d, Ragged
 
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .candidates import Suggester, doc_candidates
-from .decode import make_span_group, set_ents
+from .decode import greedy_decode, make_spans
 from .filter import choose_thresholds, collect_calibration_data
 from .inference import (
     CandidateScores, LaunchedSpans, SpanPredictions, collect_spans, launch_spans, pipe_one_batch_ahead, score_all_spans,
@@ -234,18 +234,18 @@ class SciNERSpanCategorizer(TrainablePipe):
         docs (Iterable[Doc]): The docs given to ``predict``.
         predictions (SpanPredictions): The output of ``predict``.
         """
-        spans = numpy.asarray(predictions.spans.dataXd).reshape(-1, 2)
+        # One conversion to Python lists per batch; per doc only Span objects are made.
+        rows = numpy.asarray(predictions.spans.dataXd).reshape(-1, 2).tolist()
+        labels, scores = numpy.asarray(predictions.labels).tolist(), numpy.asarray(predictions.scores, dtype="f")
         label_ids = [self.vocab.strings.add(label) for label in self.labels]
         offset = 0
         for doc, count in zip(docs, numpy.asarray(predictions.spans.lengths).tolist()):
-            window = slice(offset, offset + count)
-            group = make_span_group(
-                doc, self.key, spans[window], predictions.labels[window], predictions.scores[window], label_ids
-            )
-            doc.spans[self.key] = group
+            end = offset + count
+            spans = make_spans(doc, rows[offset:end], labels[offset:end], label_ids)
+            doc.spans[self.key] = SpanGroup(doc, name=self.key, spans=spans, attrs={"scores": scores[offset:end]})
             if self.cfg["write_ents"]:
-                set_ents(doc, group, spans[window])
-            offset += count
+                doc.ents = [spans[i] for i in greedy_decode(rows[offset:end], scores[offset:end], len(doc))]
+            offset = end
 
     def update(
         self,

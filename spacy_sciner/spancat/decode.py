@@ -7,7 +7,7 @@ spans that pass the decision rule become ``Span`` objects.
 from typing import List, Optional, Sequence, Tuple
 
 import numpy
-from spacy.tokens import Doc, Span, SpanGroup
+from spacy.tokens import Doc, Span
 from thinc.types import Floats1d, Floats2d, Ints1d, Ints2d
 from thinc.util import get_array_module
 
@@ -52,60 +52,39 @@ def is_entity(probs: Floats2d, n_labels: int, threshold: Optional[float]) -> num
 
 
 
-def make_span_group(
-    doc: Doc,
-    key: str,
-    spans: Ints2d,
-    labels: Ints1d,
-    scores: Floats1d,
-    label_ids: Sequence[int],
-) -> SpanGroup:
-    """A span group of the given (already decided) spans, with ``attrs["scores"]``.
+def make_spans(doc: Doc, rows: List[Tuple[int, int]], labels: List[int], label_ids: Sequence[int]) -> List[Span]:
+    """``Span`` objects of (already decided) spans.
 
     doc (Doc): The doc.
-    key (str): The group's name.
-    spans (Ints2d): Doc-local (start, end) rows, ordered by start, then end (what
-        ``predict`` returns), so that output is deterministic.
-    labels (Ints1d): Label index of each span.
-    scores (Floats1d): Score of each span.
+    rows (List[Tuple[int, int]]): Doc-local (start, end) pairs, as Python ints.
+    labels (List[int]): Label index of each span.
     label_ids (Sequence[int]): String-store ids of the labels, by label index.
-    RETURNS (SpanGroup): The group.
+    RETURNS (List[Span]): The spans, in the order of ``rows``.
     """
     # Plain ints and label ids: Span() then does no string lookup and no numpy boxing.
-    ids = [label_ids[i] for i in labels.tolist()]
-    group = SpanGroup(doc, name=key, spans=[Span(doc, s, e, label=l) for (s, e), l in zip(spans.tolist(), ids)])
-    group.attrs["scores"] = numpy.asarray(scores, dtype="f")
-    return group
+    return [Span(doc, s, e, label=label_ids[l]) for (s, e), l in zip(rows, labels)]
 
 
 def greedy_decode(spans: Ints2d, scores: Floats1d, doc_length: int) -> List[int]:
     """Pick non-overlapping spans, highest score first.
 
-    spans (Ints2d): (start, end) rows.
-    scores (Floats1d): Score of each row.
+    spans (Ints2d): (start, end) rows (or a list of pairs).
+    scores (Floats1d): Score of each row (or a list).
     doc_length (int): Number of tokens, to size the occupancy mask.
     RETURNS (List[int]): Indices of the chosen rows, ordered by start.
     """
-    taken = numpy.zeros(doc_length, dtype=bool)
+    # Python lists, not numpy: a sentence has a handful of spans, where numpy's
+    # per-element access costs more than the work.
+    rows = spans.tolist() if isinstance(spans, numpy.ndarray) else list(spans)
+    values = scores.tolist() if isinstance(scores, numpy.ndarray) else list(scores)
+    if len(rows) < 2:
+        return list(range(len(rows)))
+    taken = bytearray(doc_length)
     chosen = []
-    # Stable sort so that ties keep position order (deterministic output).
-    for i in numpy.argsort(-numpy.asarray(scores), kind="stable"):
-        start, end = int(spans[i, 0]), int(spans[i, 1])
-        if not taken[start:end].any():
-            taken[start:end] = True
-            chosen.append(int(i))
-    return sorted(chosen, key=lambda i: int(spans[i, 0]))
-
-
-def set_ents(doc: Doc, group: SpanGroup, rows: Ints2d) -> None:
-    """Write a non-overlapping, highest-score-first selection of ``group`` to doc.ents.
-
-    doc (Doc): The doc.
-    group (SpanGroup): The output spans, with ``attrs["scores"]``.
-    rows (Ints2d): The (start, end) row of each span of ``group``, in its order.
-    """
-    if len(group) == 0:
-        doc.ents = []
-        return
-    chosen = greedy_decode(rows, group.attrs["scores"], len(doc))
-    doc.ents = [group[i] for i in chosen]
+    # A stable sort: ties keep position order (deterministic output).
+    for i in sorted(range(len(rows)), key=lambda i: -values[i]):
+        start, end = rows[i]
+        if not any(taken[start:end]):
+            taken[start:end] = b"\x01" * (end - start)
+            chosen.append(i)
+    return sorted(chosen, key=lambda i: rows[i][0])

@@ -220,7 +220,8 @@ def iter_span_vectors(
     incrementally, width by width (max over w tokens = max(max over the first w - 1,
     the w-th token)), so no span's tokens are gathered: ~4x less memory traffic than
     ``encoder.predict``, same numbers. Given ``rows`` (a suggester's spans) or another
-    reducer, ``encoder.predict`` runs on chunks of gathered spans.
+    reducer, ``encoder.predict`` runs on chunks of gathered spans. Chunks hold
+    ``chunk_size`` spans (the last one fewer), of one or several widths.
 
     encoder (Model): A span encoder from ``build_span_encoder``.
     tokens (Floats2d): Token vectors of all docs, concatenated.
@@ -251,6 +252,9 @@ def iter_span_vectors(
     remaining = numpy.repeat(numpy.cumsum(doc_lengths), doc_lengths) - numpy.arange(n_tokens)
     running = ops.xp.array(tokens, copy=True)
     embed = encoder.layers[1].get_param("E") if len(encoder.layers) > 1 else None
+    # Chunks are filled across widths: the filter and the MLP then run a few times per
+    # batch, not once per width (on a GPU each run is a dozen kernel launches).
+    held_rows, pieces, held = [], [], 0
     for width in range(1, max_width + 1):
         if width > 1:
             head = running[: n_tokens - width + 1]
@@ -260,10 +264,29 @@ def iter_span_vectors(
             break
         if keep is not None:
             starts = starts[keep(numpy.stack([starts, starts + width], axis=1))]
-        for i in range(0, len(starts), chunk_size):
-            chunk = starts[i : i + chunk_size]
-            vectors = running[ops.asarray1i(chunk)]
-            if embed is not None:
-                bucket = min(width, encoder.attrs["width_buckets"]) - 1
-                vectors = ops.xp.hstack([vectors, ops.xp.repeat(embed[bucket : bucket + 1], len(chunk), axis=0)])
-            yield numpy.stack([chunk, chunk + width], axis=1).astype("i"), vectors
+        while len(starts):
+            part, starts = starts[: chunk_size - held], starts[chunk_size - held :]
+            held_rows.append(numpy.stack([part, part + width], axis=1).astype("i"))
+            pieces.append(_width_vectors(ops, running, part, embed, encoder.attrs["width_buckets"], width))
+            held += len(part)
+            if held == chunk_size:
+                yield _flush(ops, held_rows, pieces)
+                held_rows, pieces, held = [], [], 0
+    if held:
+        yield _flush(ops, held_rows, pieces)
+
+
+def _width_vectors(ops, running: Floats2d, starts: numpy.ndarray, embed, width_buckets: int, width: int) -> Floats2d:
+    """Max-pooled vectors of the spans of one width at ``starts`` (rows of ``running``,
+    the running max over ``width`` tokens), with the width embedding if there is one."""
+    vectors = running[ops.asarray1i(starts)]  # a gather: a copy, safe from later maxima
+    if embed is None:
+        return vectors
+    bucket = min(width, width_buckets) - 1
+    return ops.xp.hstack([vectors, ops.xp.repeat(embed[bucket : bucket + 1], len(starts), axis=0)])
+
+
+def _flush(ops, rows: List[numpy.ndarray], pieces: List[Floats2d]) -> Tuple[numpy.ndarray, Floats2d]:
+    if len(pieces) == 1:
+        return rows[0], pieces[0]
+    return numpy.concatenate(rows), ops.xp.concatenate(pieces)

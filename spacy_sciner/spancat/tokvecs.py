@@ -7,8 +7,9 @@ spends more time launching those small copies and kernels than the MLP spends on
 its spans. ``predict_token_vectors`` does the same computation for the whole batch at
 once: one concatenation of the docs' hidden states, one gather with the concatenated
 alignment, one call of the listener's own pooling layer. The numbers are the ones
-``trfs2arrays`` computes (the pooling sees the same rows, in the same order); any other
-tok2vec, or a batch the fast path does not cover (a doc without transformer output, an
+``trfs2arrays`` computes (the pooling sees the same rows, in the same order). A
+``spacy-sciner.HybridTok2Vec.v1`` gets its transformer side this way and is joined with
+its CNN's vectors once per batch, not per doc. Any other tok2vec, or a batch the fast path does not cover (a doc without transformer output, an
 empty alignment), goes through ``tok2vec.predict``.
 """
 from typing import List, Optional
@@ -27,11 +28,25 @@ def predict_token_vectors(tok2vec: Model, docs: List[Doc]) -> Floats2d:
     RETURNS (Floats2d): One row per token of the batch.
     """
     fast = _listener_fast_path(tok2vec, docs)
+    if fast is None:
+        fast = _hybrid_fast_path(tok2vec, docs)
     if fast is not None:
         return fast
     vectors = [t for t in tok2vec.predict(docs) if len(t)]
     width = vectors[0].shape[1] if vectors else 0
     return tok2vec.ops.flatten(vectors) if vectors else tok2vec.ops.alloc2f(0, width)
+
+
+def _hybrid_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
+    """``spacy-sciner.HybridTok2Vec.v1``: the transformer's side through the listener's
+    fast path and one join with the CNN's vectors, instead of a join per doc."""
+    if tok2vec.name != "sciner_hybrid_tok2vec":
+        return None
+    transformer = _listener_fast_path(tok2vec.get_ref("transformer"), docs)
+    if transformer is None:
+        return None
+    cnn = tok2vec.get_ref("cnn").predict(docs)
+    return tok2vec.ops.xp.hstack([transformer, tok2vec.ops.flatten(cnn)])
 
 
 def _listener_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
@@ -42,21 +57,33 @@ def _listener_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
     if not docs or not Doc.has_extension("trf_data"):
         return None
     ops, pooling = tok2vec.ops, layers[1].layers[0]
-    hidden, indices, lengths, offset = [], [], [], 0
+    # Per doc only attribute reads and checks; the arrays are joined once per batch (on a
+    # GPU each array operation is a kernel launch or a host-side call of several us).
+    hidden, indices, lengths, n_rows = [], [], [], []
     for doc in docs:
         data = doc._.trf_data
         output = getattr(data, "model_output", None)
         if output is None or "last_hidden_state" not in output or output.last_hidden_state.size == 0:
             return None
         align = data.align
-        if len(doc) == 0 or int(align.lengths.sum()) == 0 or len(align.lengths) != len(doc):
+        if len(doc) == 0 or len(align.lengths) != len(doc):
             return None  # trfs2arrays' special cases: leave them to it
-        src = ops.reshape2f(output.last_hidden_state, -1, data.width)
-        hidden.append(src)
+        state = output.last_hidden_state
+        hidden.append(state)
+        n_rows.append(state.size // data.width)
         # Host arrays in spacy-transformers; to_numpy also takes device ones.
-        indices.append(ops.to_numpy(align.dataXd).astype("i") + offset)
-        lengths.append(ops.to_numpy(align.lengths).astype("i"))
-        offset += src.shape[0]
-    src = ops.xp.concatenate(hidden, axis=0) if len(hidden) > 1 else hidden[0]
-    gathered = src[ops.asarray1i(numpy.concatenate(indices))]
-    return pooling.predict(Ragged(gathered, ops.asarray1i(numpy.concatenate(lengths))))
+        indices.append(ops.to_numpy(align.dataXd))
+        lengths.append(ops.to_numpy(align.lengths))
+    all_lengths = numpy.concatenate(lengths).astype("i")
+    per_doc = numpy.add.reduceat(all_lengths, numpy.cumsum([0] + [len(doc) for doc in docs[:-1]]))
+    if (per_doc == 0).any():
+        return None  # a doc aligned to no word piece: trfs2arrays' special case
+    width = docs[0]._.trf_data.width
+    shapes = {state.shape[1:] for state in hidden}
+    if len(shapes) == 1:  # one batch of the transformer: same padded shape throughout
+        src = (ops.xp.concatenate(hidden, axis=0) if len(hidden) > 1 else hidden[0]).reshape(-1, width)
+    else:
+        src = ops.xp.concatenate([state.reshape(-1, width) for state in hidden], axis=0)
+    offsets = numpy.repeat(numpy.cumsum(n_rows) - n_rows, [len(i) for i in indices])
+    gathered = src[ops.asarray1i(numpy.concatenate(indices).astype("i") + offsets)]
+    return pooling.predict(Ragged(gathered, ops.asarray1i(all_lengths)))

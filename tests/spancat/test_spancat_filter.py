@@ -124,3 +124,10 @@ def test_saved_thresholds_keep_exactly_what_calibration_counted():
     scores = numpy.asarray([0.9, 0.0137295123, 0.01372951, 0.001])
     best = best_f1_threshold(scores, numpy.asarray([True, True, False, False]), n_gold=2)
     assert best["f"] == 1.0 and (scores >= best["threshold"]).sum() == 2
+
+
+def test_greedy_decode_ties_keep_position_order_and_takes_lists():
+    rows = [[0, 2], [1, 3], [3, 4]]
+    assert greedy_decode(rows, [0.5, 0.5, 0.1], 4) == [0, 2]  # tie: the first row wins
+    assert greedy_decode(numpy.asarray(rows), numpy.asarray([0.5, 0.6, 0.1], "f"), 4) == [1, 2]
+    assert greedy_decode([], [], 3) == [] and greedy_decode([[2, 3]], [0.1], 3) == [0]

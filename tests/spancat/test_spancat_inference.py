@@ -44,6 +44,31 @@ def test_token_vectors_fall_back_for_an_empty_doc(trained_nlp):
     assert numpy.array_equal(vectors, numpy.concatenate([v for v in tok2vec.predict(docs) if len(v)]))
 
 
+@pytest.mark.parametrize("split", [None, 3])
+def test_batched_token_vectors_of_transformer_batches(trained_nlp, split):
+    """Docs of one transformer batch share a padded shape (one join); docs of two
+    batches do not (joined row blocks): both equal the listener."""
+    tok2vec = trained_nlp.get_pipe("sciner_spancat").model.get_ref("tok2vec")
+    transformer = trained_nlp.get_pipe("transformer")
+    docs = [trained_nlp.make_doc(text) for text in TEXTS]
+    for part in ([docs] if split is None else [docs[:split], docs[split:]]):
+        transformer.set_annotations(part, transformer.predict(part))
+    shapes = {doc._.trf_data.model_output.last_hidden_state.shape[1:] for doc in docs}
+    assert len(shapes) == (1 if split is None else 2)
+    expected = numpy.concatenate(tok2vec.predict(docs))
+    assert numpy.array_equal(predict_token_vectors(tok2vec, docs), expected)
+
+
+def test_token_vectors_fall_back_for_a_doc_without_word_pieces(trained_nlp):
+    tok2vec = trained_nlp.get_pipe("sciner_spancat").model.get_ref("tok2vec")
+    transformer = trained_nlp.get_pipe("transformer")
+    docs = [trained_nlp.make_doc(text) for text in [TEXTS[0], "\u200b", TEXTS[1]]]
+    transformer.set_annotations(docs, transformer.predict(docs))
+    assert len(docs[1]) and docs[1]._.trf_data.align.lengths.sum() == 0  # the case itself
+    expected = numpy.concatenate([v for v in tok2vec.predict(docs) if len(v)])
+    assert numpy.array_equal(predict_token_vectors(tok2vec, docs), expected)
+
+
 def between_scores(values, quantile):
     """A threshold strictly between two adjacent distinct values (never on one)."""
     unique = numpy.unique(values)

@@ -117,3 +117,6 @@ def test_inference_pooling_matches_the_training_encoder(reducer, width_embedding
             numpy.testing.assert_array_equal(vector, expected[wanted[(s, e)]])  # exact, not approx
             seen.add((s, e))
     assert seen == set(wanted)  # every candidate once, none crossing a doc boundary
+    # Chunks are filled across widths: every chunk but the last is full.
+    sizes = [len(rows) for rows, _ in iter_span_vectors(encoder, X.dataXd, lengths, 4, chunk_size=5)]
+    assert sizes == [5] * (len(wanted) // 5) + ([len(wanted) % 5] if len(wanted) % 5 else [])

@@ -173,3 +173,20 @@ def test_spacy_train_cnn_config_on_demo(demo_corpus, tmp_path):
     assert nlp.pipe_names == ["tok2vec", "sciner_spancat"]
     doc = nlp(next(DocBin().from_disk(demo_corpus / "test.spacy").get_docs(nlp.vocab)).text)
     assert "sc" in doc.spans
+
+
+def test_hybrid_batched_token_vectors_equal_the_model(trained_hybrid_nlp):
+    """predict_token_vectors' hybrid fast path: the same numbers as the model's own
+    predict, without its per-doc joins (and the fallback for a batch with an empty doc)."""
+    from spacy_sciner.spancat.tokvecs import _hybrid_fast_path, predict_token_vectors
+
+    nlp = trained_hybrid_nlp
+    tok2vec, transformer = nlp.get_pipe("sciner_spancat").model.get_ref("tok2vec"), nlp.get_pipe("transformer")
+    for texts in ([text for text, _ in TRAIN_DATA], [TRAIN_DATA[0][0], "", TRAIN_DATA[1][0]]):
+        docs = [nlp.make_doc(text) for text in texts]
+        transformer.set_annotations(docs, transformer.predict(docs))
+        expected = numpy.concatenate([v for v in tok2vec.predict(docs) if len(v)])
+        fast = predict_token_vectors(tok2vec, docs)
+        assert fast.shape == (sum(len(d) for d in docs), tok2vec.get_dim("nO"))
+        numpy.testing.assert_array_equal(fast, expected)
+        assert (_hybrid_fast_path(tok2vec, docs) is None) == ("" in texts)  # taken, but not for an empty doc
