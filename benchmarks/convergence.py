@@ -402,7 +402,7 @@ def main(argv=None) -> int:
                 if status == "failed":
                     failed += 1
                     print(f"[{run.key}] FAILED, see {run.m['segments'][-1]['dir']}/train.log:\n{run.m['segments'][-1].get('log_tail', '')[-800:]}", flush=True)
-            if not args.no_evaluate and run.m["best"] and run.m["evaluation"] is None and (
+            if not args.no_evaluate and run.m["best"] and stale_evaluation(run.m) and (
                     run.m["status"] in ("converged", "max steps") or args.evaluate_stopped):
                 try:
                     run.m["evaluation"] = evaluate_run(run, args, corpus)
@@ -411,6 +411,7 @@ def main(argv=None) -> int:
                     print(f"[{run.key}] evaluation FAILED: {type(err).__name__}: {err}", flush=True)
                 else:
                     run.m["evaluation"]["status_at_evaluation"] = run.m["status"]
+                    run.m["evaluation"]["best_step"] = run.m["best"]["step"]
                     run.save()
                     print(f"[{run.key}] test span F {run.m['evaluation']['spans_f']:.4f} (best dev step {run.m['best']['step']})", flush=True)
             if not args.no_evaluate and run.m["evaluation"]:
@@ -422,6 +423,19 @@ def main(argv=None) -> int:
             write_results(args.state, args.results, args)
     print(f"results: {args.results / 'convergence.json'}")
     return 1 if failed else 0
+
+
+def stale_evaluation(manifest: dict) -> bool:
+    """Whether a run's test evaluation is missing or was made of another best checkpoint:
+    a run evaluated when stopped by its budget and continued later may have found a better
+    one. (Evaluations recorded without ``best_step`` count as stale if the run has changed
+    status since.)"""
+    evaluation = manifest["evaluation"]
+    if evaluation is None:
+        return True
+    if "best_step" in evaluation:
+        return evaluation["best_step"] != manifest["best"]["step"]
+    return evaluation.get("status_at_evaluation", manifest["status"]) != manifest["status"]
 
 
 if __name__ == "__main__":

@@ -179,3 +179,15 @@ def test_running_runs_do_not_replace_recorded_results(tmp_path):
     (state / "runs" / "new" / "spacy_ner_cnn-seed0" / "manifest.json").write_text(json.dumps(manifest("new", "converged")))
     write_results(state, results, args)
     assert load(results)["new/spacy_ner_cnn/seed0"]["status"] == "converged"
+
+
+def test_an_evaluation_of_another_best_checkpoint_is_stale():
+    """A run evaluated while stopped, then continued to a better checkpoint, is evaluated again."""
+    stale_evaluation = convergence.stale_evaluation
+    best = {"step": 1400}
+    assert stale_evaluation({"evaluation": None, "best": best, "status": "stopped"})
+    assert stale_evaluation({"evaluation": {"best_step": 1200}, "best": best, "status": "converged"})
+    assert not stale_evaluation({"evaluation": {"best_step": 1400}, "best": best, "status": "converged"})
+    # Recorded before best_step was kept: stale once the status has changed.
+    assert stale_evaluation({"evaluation": {"status_at_evaluation": "stopped"}, "best": best, "status": "converged"})
+    assert not stale_evaluation({"evaluation": {"status_at_evaluation": "stopped"}, "best": best, "status": "stopped"})
