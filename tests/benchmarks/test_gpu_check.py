@@ -61,3 +61,23 @@ def test_gpu_check_config_names_a_configs_file_or_a_path(tmp_path):
     assert gpu_check.config_path(str(own)) == own
     with pytest.raises(SystemExit, match="no config 'nope'"):
         gpu_check.config_path("nope")
+
+
+def test_gpu_check_summary_names_each_runs_commits(tmp_path):
+    import gpu_check_summary
+
+    row = {"transformer_wps": 1000.0, "pipeline_wps": 800.0, "ratio": 0.8}
+    report = {"machine": {"torch": "2", "python": "3.12", "gpu": "G"}, "label": "commit abc1234; old code def5678",
+              "args": {"config": "sciner_spancat_hybrid"},
+              "speed": {"current": {"batch_256": row, "batch_64": row, "stages": {"transformer": 0.5}},
+                        "old_code": {"batch_256": {**row, "ratio": 0.5}}}}
+    folder = tmp_path / "gpu_run"
+    folder.mkdir()
+    (folder / "run1.json").write_text(json.dumps(report))
+    (folder / "run2.json").write_text(json.dumps({**report, "label": ""}))
+    text = gpu_check_summary.main([str(folder)]).read_text()
+    assert "| run1 | sciner_spancat_hybrid | abc1234 | 256 | 1,000 | 800 | 0.80 |" in text
+    assert "| run1 | sciner_spancat_hybrid | def5678 | 256 | 1,000 | 800 | 0.50 |" in text
+    assert "| run2 | sciner_spancat_hybrid | current | 64 |" in text and "- run1, sciner_spancat_hybrid, abc1234: transformer 0.500" in text
+    with pytest.raises(SystemExit, match="no run"):
+        gpu_check_summary.main([str(tmp_path)])
