@@ -37,6 +37,11 @@ from spacy.scorer import get_ner_prf
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
+try:  # fail now, not after hours of training when the first evaluation imports it
+    import spacy_sciner  # noqa: F401
+except ImportError as err:
+    sys.exit(f"spacy-sciner is not importable ({err}): install it first, e.g. pip install -e .")
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 SPANS_KEY = "sc"

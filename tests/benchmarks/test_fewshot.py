@@ -194,3 +194,16 @@ def test_weak_inputs_leakage_rule(smoke, shared_data):
         cands = [line.split("\t") for line in (out / "candidates.tsv").read_text(encoding="utf8").splitlines()[1:]]
         assert all(norm(c[0]) in lowered for c in cands if "dict" in c[1].split(","))
         assert json.loads((out / "weak_inputs.json").read_text())["sample_sha"] == meta["sha"]
+
+
+def test_fails_at_start_when_the_package_is_not_importable():
+    """A broken install stops the benchmark before its first training run, with a clear
+    message, instead of failing in the first evaluation after the training."""
+    import subprocess
+
+    block = "import sys; sys.modules['spacy_sciner'] = None; sys.argv = ['fewshot.py', '--help']; "
+    run = f"{block}sys.path.insert(0, 'benchmarks'); import runpy; runpy.run_path('benchmarks/fewshot.py', run_name='__main__')"
+    out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 1
+    assert "spacy-sciner is not importable" in out.stderr and "pip install" in out.stderr
+    assert "Traceback" not in out.stderr
