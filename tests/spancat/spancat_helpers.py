@@ -41,15 +41,15 @@ def make_examples(nlp, data=TRAIN_DATA, key="sc"):
     return examples
 
 
-def train(nlp, examples, steps=150, learn_rate=0.002):
+def train(nlp, examples, steps=150, learn_rate=0.002, seed=0, drop=0.0):
     """Initialize and update; a high learning rate so a tiny set is learned in seconds.
     Seeded: thinc draws initial weights from numpy's global random state."""
-    fix_random_seed(0)
+    fix_random_seed(seed)
     optimizer = nlp.initialize(lambda: examples)
     optimizer.learn_rate = learn_rate
     losses = {}
     for _ in range(steps):
-        losses = nlp.update(examples, sgd=optimizer, losses={})
+        losses = nlp.update(examples, sgd=optimizer, drop=drop, losses={})
     return losses
 
 

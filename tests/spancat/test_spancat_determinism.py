@@ -9,22 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from spacy.util import fix_random_seed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tok2vec"))
 
-from spancat_helpers import make_examples, make_nlp  # noqa: E402
+from spancat_helpers import make_examples, make_nlp, train  # noqa: E402
 from tok2vec_helpers import make_cnn_nlp, make_hybrid_nlp  # noqa: E402
 
 
-def _trained_bytes(make, seed, steps=8):
-    """Weights of every pipe after a few seeded updates with negative sampling on."""
+def _trained_bytes(make, seed):
+    """Weights of every pipe after a few seeded updates, dropout and negative sampling on."""
     nlp = make()
-    examples = make_examples(nlp)
-    fix_random_seed(seed)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(steps):
-        nlp.update(examples, sgd=optimizer, drop=0.1)
+    train(nlp, make_examples(nlp), steps=8, seed=seed, drop=0.1)
     return {name: pipe.model.to_bytes() for name, pipe in nlp.pipeline}
 
 
