@@ -60,6 +60,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the report module, also when imported
+from pft_speed_report import LOADER_OBJECTIVES, VARIANTS, markdown, masking_lines  # noqa: E402
+from spacy_sciner.pft.device import amp_dtype, autocast, resolve_device  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 SCIERC = ROOT.parent / "shared" / "data" / "scierc" / "train.json"
@@ -106,22 +110,6 @@ def masking_rates(tokenizer, batch_size: int, mask_ratio: float = 0.15, path: Pa
         "entities_ever_masked_50_draws": ever_masked(examples, vocab, mask_ratio, draws=50),
     }
 
-
-def masking_lines(rates: dict) -> list:
-    """Markdown lines for ``masking_rates``."""
-    from spacy_sciner.pft.stats import format_per_1k
-
-    per_objective = "; ".join(f"`{o}`: {format_per_1k(r)}" for o, r in rates["masked_per_1k_tokens"].items())
-    return [
-        f"- masked pieces per 1,000 tokens, all {rates['sentences']} SciERC {rates.get('data', 'train')} sentences "
-        f"({rates['candidates']} entities as candidates), budget 15%: {per_objective}",
-        f"- SciERC entities no longer than their sentence's 15% budget: "
-        f"{rates['entities_fitting_sequence_budget']:.1%}; masked whole as MLM_CAND in at least one of "
-        f"50 draws: **{rates['entities_ever_masked_50_draws']:.1%}**",
-    ]
-
-
-LOADER_OBJECTIVES = ("mlm_random", "mlm_cand+ecb")
 
 
 def loader_throughput(examples, vocab, batch_size: int, n_batches: int, workers: int, pin: bool) -> dict:
@@ -173,7 +161,7 @@ def uptime() -> str:
         return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def main() -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=3, help="Timed steps per variant per round")
@@ -187,219 +175,210 @@ def main() -> None:
                         help="Loader workers of the [loader] variants (default: the trainer's default, at least 1)")
     parser.add_argument("--loader-batches", type=int, default=300, help="Batches per data-pipeline measurement")
     parser.add_argument("--data", type=Path, default=SCIERC, help="SciERC-format json (one doc per line)")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    if args.masking_only:
-        from spacy_sciner.pft.heads import load_tokenizer
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.steps < 1 or args.batch_size < 1 or args.loader_batches < 2:
+        parser.error("--rounds, --steps and --batch-size must be at least 1, --loader-batches at least 2")
+    if not args.data.is_file():
+        parser.error(f"--data {args.data}: no such file")
+    return args
 
-        print("\n".join(masking_lines(masking_rates(load_tokenizer(args.encoder), args.batch_size))))
-        return
-    from transformers import DataCollatorForLanguageModeling
 
-    from spacy_sciner.pft.data import CorpusStats, encode_sentences
-    from spacy_sciner.pft.device import amp_dtype, autocast, resolve_device
-    from spacy_sciner.pft.heads import compute_losses, load_masked_lm, load_tokenizer
-    from spacy_sciner.pft.loader import default_workers, micro_batches
-    from spacy_sciner.pft.masking import MaskVocab, mask_batch, parse_objective
-    from spacy_sciner.pft.train import make_adamw
+class Steps:
+    """One training step of each variant, on its own copy of the model and optimizer.
 
-    device, dtype = resolve_device(args.gpu_id), amp_dtype(args.gpu_id)
-    step_workers = args.step_workers if args.step_workers is not None else max(1, default_workers(device))
+    batches: The timed batches; the [loader] variants get them masked ahead by
+        ``step_workers`` DataLoader workers, in the same order.
+    """
 
-    tokenizer = load_tokenizer(args.encoder)
-    vocab = MaskVocab.from_tokenizer(tokenizer)
-    n_batches = args.steps + 1
-    sentences = scierc_sentences(args.data, args.batch_size * n_batches)
-    if len(sentences) < args.batch_size * n_batches:
-        parser.error(f"{args.data} has {len(sentences)} sentences; --steps {args.steps} needs "
-                     f"{args.batch_size * n_batches} (steps + 1 warm-up batches)")
-    examples = encode_sentences(sentences, tokenizer, 128, CorpusStats())
-    batches = [examples[i * args.batch_size : (i + 1) * args.batch_size] for i in range(n_batches)]
-    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, return_tensors="pt")
+    def __init__(self, args, tokenizer, vocab, batches, device, dtype, step_workers: int):
+        from transformers import DataCollatorForLanguageModeling
 
-    variants = ("stock", "stock_fused", "mlm_random", "mlm_cand+ecb", "mlm_random [loader]", "mlm_cand+ecb [loader]")
-    models, optims = {}, {}
-    for name in variants:
-        torch.manual_seed(0)
-        models[name], _ = load_masked_lm(args.encoder)
-        models[name].to(device).train()
-        optims[name] = (torch.optim.AdamW(models[name].parameters(), lr=1e-5) if name == "stock"
-                        else make_adamw(models[name].parameters(), 1e-5))
+        from spacy_sciner.pft.heads import load_masked_lm
+        from spacy_sciner.pft.loader import micro_batches
+        from spacy_sciner.pft.train import make_adamw
 
-    def stock_step(name, batch):
+        self.device, self.dtype, self.vocab = device, dtype, vocab
+        self.collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, return_tensors="pt")
+        self.models, self.optims = {}, {}
+        for name in VARIANTS:
+            torch.manual_seed(0)  # every variant starts from the same fresh MLM head
+            self.models[name], _ = load_masked_lm(args.encoder)
+            self.models[name].to(device).train()
+            # transformers' Trainer default (per-tensor AdamW) for the stock step only.
+            self.optims[name] = (torch.optim.AdamW(self.models[name].parameters(), lr=1e-5) if name == "stock"
+                                 else make_adamw(self.models[name].parameters(), 1e-5))
+        self.loaders = {name: micro_batches(FixedBatches(batches, name.split()[0], vocab), step_workers,
+                                            pin_memory=device.type == "cuda")
+                        for name in VARIANTS if name.endswith("[loader]")}
+
+    def _update(self, name, loss) -> None:
+        loss.backward()
+        self.optims[name].step()
+        self.optims[name].zero_grad(set_to_none=True)
+
+    def _stock(self, name, batch):
         width = max(len(ex.input_ids) for ex in batch)
-        features = [{"input_ids": ex.input_ids} for ex in batch]
-        masked = collator(features)  # pads, masks 15% (80/10/10), labels -100 elsewhere
+        masked = self.collator([{"input_ids": ex.input_ids} for ex in batch])  # pads, masks 15% (80/10/10)
         assert masked["input_ids"].shape[1] == width
-        with autocast(device, dtype):
-            out = models[name](**{k: masked[k].to(device) for k in ("input_ids", "attention_mask", "labels")})
-        out.loss.backward()
-        optims[name].step()
-        optims[name].zero_grad(set_to_none=True)
+        with autocast(self.device, self.dtype):
+            out = self.models[name](**{k: masked[k].to(self.device) for k in ("input_ids", "attention_mask", "labels")})
+        self._update(name, out.loss)
         return int(masked["attention_mask"].sum()), int((masked["labels"] != -100).sum())
 
-    loaders = {name: micro_batches(FixedBatches(batches[: args.steps], name.split()[0], vocab), step_workers,
-                                   pin_memory=device.type == "cuda") for name in variants if name.endswith("[loader]")}
+    def _ours(self, name, batch, rng):
+        from spacy_sciner.pft.heads import compute_losses
+        from spacy_sciner.pft.masking import mask_batch, parse_objective
 
-    def our_step(name, batch, rng):
-        if name in loaders:
-            masked = next(loaders[name])  # masked ahead by the loader's workers
+        if name in self.loaders:
+            masked = next(self.loaders[name])  # masked ahead by the loader's workers
         else:
-            masked = mask_batch(batch, parse_objective(name), rng, vocab, 0.15)
-        with autocast(device, dtype):
-            loss, _ = compute_losses(models[name], None, masked, device)
-        loss.backward()
-        optims[name].step()
-        optims[name].zero_grad(set_to_none=True)
+            masked = mask_batch(batch, parse_objective(name), rng, self.vocab, 0.15)
+        with autocast(self.device, self.dtype):
+            loss, _ = compute_losses(self.models[name], None, masked, self.device)
+        self._update(name, loss)
         return masked.n_tokens, len(masked.positions)
 
-    def run(name, batch, rng):
-        out = stock_step(name, batch) if name.startswith("stock") else our_step(name, batch, rng)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)  # the step's kernels are done when the clock is read
+    def run(self, name, batch, rng):
+        """One step; RETURNS (tokens, predicted pieces)."""
+        out = self._stock(name, batch) if name.startswith("stock") else self._ours(name, batch, rng)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)  # the step's kernels are done when the clock is read
         return out
 
-    load_before = uptime()
-    for name in variants:  # warm-up: allocator, threads, first-call overheads
-        run(name, batches[-1], np.random.default_rng(0))
-    times = {name: [] for name in variants}
-    cpu_times = {name: [] for name in variants}
-    tokens = {name: [] for name in variants}
-    targets = {name: [] for name in variants}
-    per_round, per_round_cpu = [], []
-    for r in range(args.rounds):
-        order = variants[r % len(variants) :] + variants[: r % len(variants)]
+
+def time_rounds(steps: Steps, batches, rounds: int) -> dict:
+    """Interleaved rounds (rotating order) of every variant over the same batches.
+
+    RETURNS (dict): Per variant the per-step wall and CPU times, tokens and predicted pieces,
+        and per round each variant's tokens/s in wall and CPU time.
+    """
+    for name in VARIANTS:  # warm-up: allocator, threads, first-call overheads
+        steps.run(name, batches[-1], np.random.default_rng(0))
+    timed = {key: {name: [] for name in VARIANTS} for key in ("times", "cpu_times", "tokens", "targets")}
+    timed.update(per_round=[], per_round_cpu=[])
+    for r in range(rounds):
+        order = VARIANTS[r % len(VARIANTS) :] + VARIANTS[: r % len(VARIANTS)]
         round_time, round_cpu = {}, {}
         for name in order:
             rng = np.random.default_rng([r, 1])
             start_total, start_cpu, n_tok = time.perf_counter(), time.process_time(), 0
-            for batch in batches[: args.steps]:
+            for batch in batches[:-1]:
                 t0, c0 = time.perf_counter(), time.process_time()
-                n, m = run(name, batch, rng)
-                times[name].append(time.perf_counter() - t0)
-                cpu_times[name].append(time.process_time() - c0)
-                tokens[name].append(n)
-                targets[name].append(m)
+                n, m = steps.run(name, batch, rng)
+                timed["times"][name].append(time.perf_counter() - t0)
+                timed["cpu_times"][name].append(time.process_time() - c0)
+                timed["tokens"][name].append(n)
+                timed["targets"][name].append(m)
                 n_tok += n
             round_time[name] = n_tok / (time.perf_counter() - start_total)
             round_cpu[name] = n_tok / (time.process_time() - start_cpu)
-        per_round.append(round_time)
-        per_round_cpu.append(round_cpu)
+        timed["per_round"].append(round_time)
+        timed["per_round_cpu"].append(round_cpu)
         print(f"round {r}: " + ", ".join(f"{k} {v:.0f} tok/s wall, {round_cpu[k]:.0f} tok/cpu-s"
                                          for k, v in round_time.items()), file=sys.stderr)
-    load_after = uptime()
+    return timed
 
-    # Masking cost alone (no model): candidate selection vs random selection, same batches.
-    mask_time = {}
-    for name in ("mlm_random", "mlm_cand+ecb"):
-        reps, t0 = 20, time.process_time()
+
+def masking_seconds(batches, vocab, reps: int = 20) -> dict:
+    """CPU seconds per batch of masking alone (no model), random vs candidate selection."""
+    from spacy_sciner.pft.masking import mask_batch, parse_objective
+
+    out = {}
+    for name in LOADER_OBJECTIVES:
+        t0 = time.process_time()
         for i in range(reps):
-            for batch in batches[: args.steps]:
+            for batch in batches:
                 mask_batch(batch, parse_objective(name), np.random.default_rng(i), vocab, 0.15)
-        mask_time[name] = (time.process_time() - t0) / (reps * args.steps)
+        out[name] = (time.process_time() - t0) / (reps * len(batches))
+    return out
 
-    rates = masking_rates(tokenizer, args.batch_size, path=args.data)
-    all_examples = encode_sentences(scierc_sentences(args.data, 10**9), tokenizer, 128, CorpusStats())
-    pipeline = {w: loader_throughput(all_examples, vocab, args.batch_size, args.loader_batches, w,
-                                     device.type == "cuda") for w in (0, 1, 2)}
+
+def summarise(args, timed: dict, mask_time: dict, step_workers: int, device, n_sentences: int) -> dict:
+    """The speeds, paired ratios and overheads of one run (``result`` of the JSON)."""
+    times, cpu_times, tokens, targets = (timed[k] for k in ("times", "cpu_times", "tokens", "targets"))
     steady_from_round = max(1, math.ceil(0.1 * args.rounds)) if args.rounds > 1 else 0
     skip = steady_from_round * args.steps
-    tok_s_steady = {name: sum(tokens[name][skip:]) / sum(times[name][skip:]) for name in variants}
-    median_step = {name: statistics.median(times[name]) for name in variants}
-    median_cpu = {name: statistics.median(cpu_times[name]) for name in variants}
-    tok_s = {name: sum(tokens[name]) / sum(times[name]) for name in variants}
-    tok_cpu_s = {name: sum(tokens[name]) / sum(cpu_times[name]) for name in variants}
+    median_step = {name: statistics.median(times[name]) for name in VARIANTS}
+    median_cpu = {name: statistics.median(cpu_times[name]) for name in VARIANTS}
 
     def paired(a, b, first_round=0, minus=0.0):
         """Median over rounds of a's speed / b's speed, in wall and in CPU time."""
-        return {key: statistics.median(r[a] / r[b] for r in rounds[first_round:]) - minus
-                for key, rounds in (("wall", per_round), ("cpu", per_round_cpu))}
+        return {key: statistics.median(r[a] / r[b] for r in timed[rounds][first_round:]) - minus
+                for key, rounds in (("wall", "per_round"), ("cpu", "per_round_cpu"))}
 
-    speedup, speedup_same_optim = paired("mlm_random", "stock"), paired("mlm_random", "stock_fused")
-    speedup_cand = paired("mlm_cand+ecb", "stock")
-    step_overhead = paired("mlm_random", "mlm_cand+ecb", minus=1)
-    step_overhead_loader = paired("mlm_random [loader]", "mlm_cand+ecb [loader]", minus=1)
-    step_overhead_steady = {
-        "in_step": paired("mlm_random", "mlm_cand+ecb", steady_from_round, minus=1),
-        "loader": paired("mlm_random [loader]", "mlm_cand+ecb [loader]", steady_from_round, minus=1),
-    }
-    masking_overhead = (mask_time["mlm_cand+ecb"] - mask_time["mlm_random"]) / median_cpu["mlm_random"]
-    result = {
+    return {
         "encoder": args.encoder, "batch_size": args.batch_size, "threads": args.threads,
         "rounds": args.rounds, "steps_per_round": args.steps, "device": str(device),
         "step_workers": step_workers, "steady_from_round": steady_from_round,
-        "data": f"SciERC {args.data.stem}, first {len(sentences)} sentences; gold entities as candidates",
-        "tokens_per_s": tok_s, "tokens_per_s_steady": tok_s_steady, "tokens_per_cpu_s": tok_cpu_s,
-        "sentences_per_s": {n: args.batch_size / median_step[n] for n in variants},
-        "median_step_s": median_step, "median_step_cpu_s": median_cpu, "mean_targets_per_batch": {n: float(np.mean(targets[n])) for n in variants},
-        "per_round_tokens_per_s": per_round, "per_round_tokens_per_cpu_s": per_round_cpu,
-        "speedup_mlm_random_vs_stock": speedup, "speedup_mlm_random_vs_stock_fused": speedup_same_optim, "speedup_mlm_cand_ecb_vs_stock": speedup_cand,
-        "step_overhead_cand_ecb_vs_mlm_random": step_overhead,
-        "step_overhead_cand_ecb_vs_mlm_random_loader": step_overhead_loader,
-        "step_overhead_cand_ecb_vs_mlm_random_steady": step_overhead_steady,
-        "loader_throughput": pipeline,
-        "masking_s_per_batch": mask_time, "masking_overhead_share_of_step": masking_overhead,
-        "masked_per_1k_tokens_timed_batches": {n: 1000 * sum(targets[n]) / sum(tokens[n]) for n in variants},
-        "masking_rates_scierc": rates,
+        "data": f"SciERC {args.data.stem}, first {n_sentences} sentences; gold entities as candidates",
+        # The same sentences for every variant: these totals must agree (the report's tests check it).
+        "timed_tokens": {n: sum(tokens[n]) for n in VARIANTS},
+        "tokens_per_s": {n: sum(tokens[n]) / sum(times[n]) for n in VARIANTS},
+        "tokens_per_s_steady": {n: sum(tokens[n][skip:]) / sum(times[n][skip:]) for n in VARIANTS},
+        "tokens_per_cpu_s": {n: sum(tokens[n]) / sum(cpu_times[n]) for n in VARIANTS},
+        "sentences_per_s": {n: args.batch_size / median_step[n] for n in VARIANTS},
+        "median_step_s": median_step, "median_step_cpu_s": median_cpu,
+        "mean_targets_per_batch": {n: float(np.mean(targets[n])) for n in VARIANTS},
+        "per_round_tokens_per_s": timed["per_round"], "per_round_tokens_per_cpu_s": timed["per_round_cpu"],
+        "speedup_mlm_random_vs_stock": paired("mlm_random", "stock"),
+        "speedup_mlm_random_vs_stock_fused": paired("mlm_random", "stock_fused"),
+        "speedup_mlm_cand_ecb_vs_stock": paired("mlm_cand+ecb", "stock"),
+        "step_overhead_cand_ecb_vs_mlm_random": paired("mlm_random", "mlm_cand+ecb", minus=1),
+        "step_overhead_cand_ecb_vs_mlm_random_loader": paired("mlm_random [loader]", "mlm_cand+ecb [loader]", minus=1),
+        "step_overhead_cand_ecb_vs_mlm_random_steady": {
+            "in_step": paired("mlm_random", "mlm_cand+ecb", steady_from_round, minus=1),
+            "loader": paired("mlm_random [loader]", "mlm_cand+ecb [loader]", steady_from_round, minus=1),
+        },
+        "masking_s_per_batch": mask_time,
+        "masking_overhead_share_of_step": (mask_time["mlm_cand+ecb"] - mask_time["mlm_random"]) / median_cpu["mlm_random"],
+        "masked_per_1k_tokens_timed_batches": {n: 1000 * sum(targets[n]) / sum(tokens[n]) for n in VARIANTS},
         "targets": {"speedup_min": 1.5, "overhead_max": 0.10},
-        "uptime_before": load_before, "uptime_after": load_after,
         "torch": torch.__version__, "cpu_count": os.cpu_count(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
     }
+
+
+
+def main(argv=None) -> dict:
+    """Run the benchmark; write ``--out`` .json and .md. RETURNS (dict): the JSON's content."""
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    from spacy_sciner.pft.heads import load_tokenizer
+
+    tokenizer = load_tokenizer(args.encoder)
+    if args.masking_only:
+        print("\n".join(masking_lines(masking_rates(tokenizer, args.batch_size, path=args.data))))
+        return {}
+    from spacy_sciner.pft.data import CorpusStats, encode_sentences
+    from spacy_sciner.pft.loader import default_workers
+    from spacy_sciner.pft.masking import MaskVocab
+
+    device, dtype = resolve_device(args.gpu_id), amp_dtype(args.gpu_id)
+    step_workers = args.step_workers if args.step_workers is not None else max(1, default_workers(device))
+    vocab = MaskVocab.from_tokenizer(tokenizer)
+    n_batches = args.steps + 1  # the last one is the warm-up batch
+    sentences = scierc_sentences(args.data, args.batch_size * n_batches)
+    if len(sentences) < args.batch_size * n_batches:
+        raise SystemExit(f"{args.data} has {len(sentences)} sentences; --steps {args.steps} needs "
+                         f"{args.batch_size * n_batches} (steps + 1 warm-up batches)")
+    examples = encode_sentences(sentences, tokenizer, 128, CorpusStats())
+    batches = [examples[i * args.batch_size : (i + 1) * args.batch_size] for i in range(n_batches)]
+
+    load_before = uptime()
+    timed = time_rounds(Steps(args, tokenizer, vocab, batches[:-1], device, dtype, step_workers), batches, args.rounds)
+    load_after = uptime()
+    result = summarise(args, timed, masking_seconds(batches[:-1], vocab), step_workers, device, len(sentences))
+    all_examples = encode_sentences(scierc_sentences(args.data, 10**9), tokenizer, 128, CorpusStats())
+    result["loader_throughput"] = {w: loader_throughput(all_examples, vocab, args.batch_size, args.loader_batches, w,
+                                                        device.type == "cuda") for w in (0, 1, 2)}
+    result["masking_rates_scierc"] = masking_rates(tokenizer, args.batch_size, path=args.data)
+    result.update(uptime_before=load_before, uptime_after=load_after)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=2))
-    rows = [
-        "| variant | tokens/s (wall) | steady tokens/s (wall) | tokens per CPU-s | sentences/s (wall) "
-        "| median step wall / CPU (s) | predicted pieces / batch | per 1,000 tokens |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ] + [
-        f"| {n} | {tok_s[n]:.0f} | {tok_s_steady[n]:.0f} | {tok_cpu_s[n]:.0f} | {result['sentences_per_s'][n]:.1f} | "
-        f"{median_step[n]:.2f} / {median_cpu[n]:.2f} | {result['mean_targets_per_batch'][n]:.1f} | "
-        f"{result['masked_per_1k_tokens_timed_batches'][n]:.1f} |" for n in variants
-    ]
-    pipeline_rows = [
-        "| loader workers | " + " | ".join(f"{o} batches/s" for o in LOADER_OBJECTIVES) + " | start-up (s) "
-        "| main-process CPU ms / batch |",
-        "|---:|" + "---:|" * (len(LOADER_OBJECTIVES) + 2),
-    ] + [
-        f"| {w} | " + " | ".join(f"{pipeline[w][o]['batches_per_s']:.0f}" for o in LOADER_OBJECTIVES)
-        + f" | {max(pipeline[w][o]['startup_s'] for o in LOADER_OBJECTIVES):.2f} | "
-        + " / ".join(f"{pipeline[w][o]['main_process_cpu_ms_per_batch']:.2f}" for o in LOADER_OBJECTIVES) + " |"
-        for w in pipeline
-    ]
-    md = [
-        "# PFT speed (benchmarks/pft_speed.py)", "",
-        f"MiniLM ({args.encoder}) on {device}, batch {args.batch_size} sentences, {args.threads} threads, "
-        f"{args.rounds} interleaved rounds x {args.steps} steps per variant; {result['data']}; "
-        f"[loader] variants: {step_workers} DataLoader worker(s); steady state: rounds from round "
-        f"{steady_from_round} on (the first 10%, at least one, left out).", "",
-        *rows, "",
-        f"- speed-up of our mlm_random step vs stock BertForMaskedLM (median of per-round ratios): "
-        f"**{speedup['cpu']:.2f}x** in CPU time, {speedup['wall']:.2f}x wall (target >= 1.5x); "
-        f"mlm_cand+ecb vs stock: {speedup_cand['cpu']:.2f}x CPU, {speedup_cand['wall']:.2f}x wall",
-        f"- same optimizer (fused AdamW in both), i.e. the masked-positions-only projection alone: "
-        f"**{speedup_same_optim['cpu']:.2f}x** CPU, {speedup_same_optim['wall']:.2f}x wall",
-        f"- step-time overhead of mlm_cand+ecb vs our mlm_random (per-round median): "
-        f"**{step_overhead['cpu'] * 100:+.1f}%** CPU, {step_overhead['wall'] * 100:+.1f}% wall (target <= 10%; "
-        f"mlm_cand+ecb predicts fewer pieces when candidates do not fill the budget)",
-        f"- the same overhead with the batches masked ahead by the loader ([loader] variants): "
-        f"**{step_overhead_loader['cpu'] * 100:+.1f}%** CPU, {step_overhead_loader['wall'] * 100:+.1f}% wall; steady "
-        f"state (rounds from {steady_from_round}): in the step {step_overhead_steady['in_step']['cpu'] * 100:+.1f}% CPU, "
-        f"{step_overhead_steady['in_step']['wall'] * 100:+.1f}% wall; loader "
-        f"{step_overhead_steady['loader']['cpu'] * 100:+.1f}% CPU, {step_overhead_steady['loader']['wall'] * 100:+.1f}% wall",
-        f"- masking alone: mlm_random {mask_time['mlm_random'] * 1e3:.2f} ms/batch, mlm_cand+ecb "
-        f"{mask_time['mlm_cand+ecb'] * 1e3:.2f} ms/batch (CPU): the difference is {masking_overhead * 100:.2f}% "
-        "of an mlm_random step",
-        *masking_lines(rates), "",
-        f"Data pipeline alone: the trainer's loader over all {len(all_examples)} SciERC {args.data.stem} windows, "
-        f"{args.loader_batches} batches of {args.batch_size} per cell, batches/s after the first batch "
-        "(0 workers: masking in the calling process; the main-process CPU per batch is what the "
-        "trainer's process spends to receive one):", "",
-        *pipeline_rows, "",
-        f"- load: before `{load_before}`; after `{load_after}` (uptime: a 1-min load near 2 means the 2 cores were busy with this run only)",
-    ]
+    md = markdown(result, args.data, len(all_examples), args.loader_batches)
     args.out.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
+    return result
 
 
 if __name__ == "__main__":
