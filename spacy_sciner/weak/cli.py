@@ -108,28 +108,10 @@ def label_weak_cli(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Label text with typed dictionary matches (doc.spans[SPANS_KEY], source in kb_id)."""
-    from .labeling import Labeler, label_docbins, label_texts
-    from .noise import format_report, noise_report
+    from .labeling import Labeler
 
     inputs = list(inputs or [])
-    if not inputs and gold is None:
-        fail("nothing to label: give input files and --output, or --gold")
-    if inputs and output is None:
-        fail("--output is required with input files")
-    for path in inputs:
-        if str(path) != "-" and not path.is_file():
-            fail(f"input file not found: {path}")
-    kinds = {str(p).endswith(".spacy") for p in inputs}
-    if len(kinds) > 1:
-        fail("inputs mix text files and DocBins: label them in separate runs")
-    if output is not None and not str(output).endswith(".spacy"):
-        fail(f"--output must end in .spacy: {output}")
-    for path in (output, report):
-        if path is not None:
-            try:
-                check_output_path(path)
-            except ValueError as err:
-                fail(str(err))
+    _check_paths(inputs, output, report, gold)
     gold_docs = _read_docbin(gold, "--gold") if gold is not None else None
     sources = _load_sources(type_map, gazetteer_dir, train, train_spans_key, candidates, case)
     try:
@@ -139,50 +121,89 @@ def label_weak_cli(
     run = {"sources": sources.loading, "conflict": conflict, "abbreviations": abbreviations,
            "labels": sources.labels()}
     if inputs:
-        try:
-            if kinds == {True}:
-                if n_process > 1:
-                    typer.echo("note: DocBin inputs are labeled in one process", err=True)
-                docbin, counts = label_docbins([str(p) for p in inputs], labeler, spans_key)
-            else:
-                docbin, counts = label_texts([str(p) for p in inputs], labeler, tokenizer,
-                                             spans_key, n_process, batch_lines, progress)
-        except (OSError, ValueError, RuntimeError) as err:
-            fail(str(err))
-        run["labeling"] = counts
-        read = counts.get("read", {})
-        if not counts["docs"]:
-            fail(f"empty corpus: no text in {', '.join(map(str, inputs))} "
-                 f"({read.get('lines', 0)} lines, {read.get('empty_lines_skipped', 0)} empty)")
-        try:
-            with atomic_outputs(output) as (tmp,):
-                docbin.to_disk(tmp)
-        except OSError as err:
-            fail(f"cannot write {output}: {err.strerror or err}")
-        if read:
-            typer.echo(f"{read['lines']} lines ({read['empty_lines_skipped']} empty skipped, "
-                       f"{read['lines_with_invalid_utf8_replaced']} with invalid UTF-8 repaired, "
-                       f"{read['lines_with_control_chars_replaced']} with control characters "
-                       f"repaired)")
-        abbr = f" ({counts['abbreviation_spans']} of them short forms)" if abbreviations else ""
-        typer.echo(f"{counts['docs']} docs, {counts['tokens']} tokens, {counts['spans']} weak "
-                   f"spans{abbr} {counts['labels']} in {counts['seconds']} s; type conflicts "
-                   f"{counts['type_conflicts'] or 'none'} (rule: {conflict}) -> {output}")
-        if not counts["spans"]:
-            typer.echo(f"warning: nothing matched in {counts['docs']} docs: check the "
-                       f"type map, --case and --tokenizer", err=True)
+        run["labeling"] = _label_inputs(inputs, output, labeler, tokenizer, spans_key, n_process,
+                                        batch_lines, progress)
     if gold_docs is not None:
-        counts: Counter = Counter()
-        weak = labeler.label_tokens([[t.text for t in d] for d in gold_docs], counts)
-        pairs = [([(s, e, label) for s, e, label, _ in spans], _gold_spans(doc, gold_spans_key))
-                 for spans, doc in zip(weak, gold_docs)]
-        run["noise"] = noise_report(pairs)
-        typer.echo(f"noise report: weak labels vs {gold} ({len(gold_docs)} docs)")
-        for line in format_report(run["noise"]):
-            typer.echo(line)
+        run["noise"] = _noise(labeler, gold_docs, gold, gold_spans_key)
     if report is not None:
         try:
             with atomic_outputs(report) as (tmp,), open(tmp, "w", encoding="utf8") as out:
                 json.dump(run, out, indent=2, ensure_ascii=False, default=dict)
         except OSError as err:
             fail(f"cannot write {report}: {err.strerror or err}")
+
+
+def _check_paths(inputs: List[Path], output: Optional[Path], report: Optional[Path], gold: Optional[Path]) -> None:
+    """Fail at once on missing inputs or unwritable outputs, before anything is loaded."""
+    if not inputs and gold is None:
+        fail("nothing to label: give input files and --output, or --gold")
+    if inputs and output is None:
+        fail("--output is required with input files")
+    for path in inputs:
+        if str(path) != "-" and not path.is_file():
+            fail(f"input file not found: {path}")
+    if len({str(p).endswith(".spacy") for p in inputs}) > 1:
+        fail("inputs mix text files and DocBins: label them in separate runs")
+    if output is not None and not str(output).endswith(".spacy"):
+        fail(f"--output must end in .spacy: {output}")
+    for path in (output, report):
+        if path is not None:
+            try:
+                check_output_path(path)
+            except ValueError as err:
+                fail(str(err))
+
+
+def _label_inputs(inputs: List[Path], output: Path, labeler, tokenizer: str, spans_key: str, n_process: int,
+                  batch_lines: int, progress: bool) -> dict:
+    """Label the inputs, write the DocBin atomically and print the counts; RETURNS the counts."""
+    from .labeling import label_docbins, label_texts
+
+    conflict, abbreviations = labeler.conflict, labeler.abbreviations
+    try:
+        if str(inputs[0]).endswith(".spacy"):
+            if n_process > 1:
+                typer.echo("note: DocBin inputs are labeled in one process", err=True)
+            docbin, counts = label_docbins([str(p) for p in inputs], labeler, spans_key)
+        else:
+            docbin, counts = label_texts([str(p) for p in inputs], labeler, tokenizer,
+                                         spans_key, n_process, batch_lines, progress)
+    except (OSError, ValueError, RuntimeError) as err:
+        fail(str(err))
+    read = counts.get("read", {})
+    if not counts["docs"]:
+        fail(f"empty corpus: no text in {', '.join(map(str, inputs))} "
+             f"({read.get('lines', 0)} lines, {read.get('empty_lines_skipped', 0)} empty)")
+    try:
+        with atomic_outputs(output) as (tmp,):
+            docbin.to_disk(tmp)
+    except OSError as err:
+        fail(f"cannot write {output}: {err.strerror or err}")
+    if read:
+        typer.echo(f"{read['lines']} lines ({read['empty_lines_skipped']} empty skipped, "
+                   f"{read['lines_with_invalid_utf8_replaced']} with invalid UTF-8 repaired, "
+                   f"{read['lines_with_control_chars_replaced']} with control characters "
+                   f"repaired)")
+    abbr = f" ({counts['abbreviation_spans']} of them short forms)" if abbreviations else ""
+    typer.echo(f"{counts['docs']} docs, {counts['tokens']} tokens, {counts['spans']} weak "
+               f"spans{abbr} {counts['labels']} in {counts['seconds']} s; type conflicts "
+               f"{counts['type_conflicts'] or 'none'} (rule: {conflict}) -> {output}")
+    if not counts["spans"]:
+        typer.echo(f"warning: nothing matched in {counts['docs']} docs: check the "
+                   f"type map, --case and --tokenizer", err=True)
+    return counts
+
+
+def _noise(labeler, gold_docs, gold: Path, gold_spans_key: str) -> dict:
+    """Label the gold docs' text and print the noise report; RETURNS the report."""
+    from .noise import format_report, noise_report
+
+    counts: Counter = Counter()
+    weak = labeler.label_tokens([[t.text for t in d] for d in gold_docs], counts)
+    pairs = [([(s, e, label) for s, e, label, _ in spans], _gold_spans(doc, gold_spans_key))
+             for spans, doc in zip(weak, gold_docs)]
+    noise = noise_report(pairs)
+    typer.echo(f"noise report: weak labels vs {gold} ({len(gold_docs)} docs)")
+    for line in format_report(noise):
+        typer.echo(line)
+    return noise
