@@ -8,7 +8,7 @@ whitespace or on punctuation other than matched brackets/quotes (usually convers
 errors).
 """
 from collections import Counter, defaultdict
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Tuple
 
 from spacy.tokens import Doc, Span
 
@@ -63,6 +63,37 @@ def _edge_flags(span: Span) -> Dict[str, bool]:
     }
 
 
+def _overlap_flags(start: int, end: int, bounds: List[Tuple[int, int]]) -> Dict[str, bool]:
+    """Whether the span [start, end) lies inside, holds or crosses another of the extents."""
+    flags = {"nested": False, "containing": False, "crossing": False}
+    if start == end:  # an empty span nests in nothing
+        return flags
+    for other_start, other_end in bounds:
+        if (other_start, other_end) == (start, end):
+            continue
+        if other_start <= start and end <= other_end:
+            flags["nested"] = True
+        elif start <= other_start and other_end <= end:
+            flags["containing"] = True
+        elif other_start < end and start < other_end:
+            flags["crossing"] = True
+    return flags
+
+
+def _pair_counts(bounds: List[Tuple[int, int]]) -> Counter:
+    """Nested and crossing pairs among sorted, distinct, non-empty extents."""
+    pairs: Counter = Counter()
+    for a, (start, end) in enumerate(bounds):
+        for inner_start, inner_end in bounds[a + 1:]:
+            if inner_start >= end:
+                break
+            if inner_end <= end or start == inner_start:
+                pairs["nested_pairs"] += 1
+            else:
+                pairs["crossing_pairs"] += 1
+    return pairs
+
+
 def span_statistics(docs: Iterable[Doc], spans_key: str = "sc", max_span_length: int = 8) -> Dict[str, object]:
     """Count the spans of ``doc.spans[spans_key]`` over `docs`.
 
@@ -98,17 +129,7 @@ def span_statistics(docs: Iterable[Doc], spans_key: str = "sc", max_span_length:
             label, length = span.label_, span.end - span.start
             flags = _edge_flags(span)
             flags["longer_than_max"] = length > max_span_length
-            # Against the other extents: inside one, holding one, or crossing one.
-            flags["nested"] = flags["containing"] = flags["crossing"] = False
-            for start, end in bounds:
-                if (start, end) == (span.start, span.end) or length == 0:
-                    continue
-                if start <= span.start and span.end <= end:
-                    flags["nested"] = True
-                elif span.start <= start and end <= span.end:
-                    flags["containing"] = True
-                elif start < span.end and span.start < end:
-                    flags["crossing"] = True
+            flags.update(_overlap_flags(span.start, span.end, bounds))
             counts = labels[label]
             counts["count"] += 1
             totals["spans"] += 1
@@ -121,14 +142,7 @@ def span_statistics(docs: Iterable[Doc], spans_key: str = "sc", max_span_length:
                     totals[name] += 1
                     if name in examples and len(examples[name]) < MAX_EXAMPLES:
                         examples[name].append(f"doc {i}: {span.text!r} {label} (tokens {span.start}-{span.end})")
-        for a, (start, end) in enumerate(bounds):
-            for inner_start, inner_end in bounds[a + 1:]:
-                if inner_start >= end:
-                    break
-                if inner_end <= end or start == inner_start:
-                    totals["nested_pairs"] += 1
-                else:
-                    totals["crossing_pairs"] += 1
+        totals.update(_pair_counts(bounds))
     label_table = {
         label: {
             **{name: counts[name] for name in LABEL_FIELDS},
