@@ -107,6 +107,8 @@ def mine_cli(
     from .miner import MinerConfig, mine
 
     paths = _check_inputs(inputs)
+    if not 0 < top_percent <= 100:  # checked before the dictionaries load
+        _fail(f"--top-percent must be in (0, 100], got {top_percent}")
     report = report or Path(f"{output}.report.json")
     _check_outputs(output, report)
     try:
@@ -134,8 +136,6 @@ def mine_cli(
                    f"{counts['too_short']} too short, {counts['stop_word']} stop words, "
                    f"{counts['no_letter']} without a letter, "
                    f"{counts['malformed']} malformed", err=True)
-    if not 0 < top_percent <= 100:
-        _fail(f"--top-percent must be in (0, 100], got {top_percent}")
     try:
         table, run = mine(paths, dictionary, cfg, n_process=n_process,
                           batch_lines=batch_lines, progress=progress)
