@@ -251,6 +251,49 @@ def _optimizer(model, sbo_head, cfg: PFTConfig):
     return [p for _, p in params], optimizer, get_linear_schedule_with_warmup(optimizer, warmup, cfg.max_steps)
 
 
+def _restore(state: Dict, optimizer, scheduler, scaler, sbo_head, log: Dict) -> int:
+    """Load a checkpoint's optimizer, schedule, scaler, SBO head and log; return its step."""
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    restore_scaler(scaler, state["scaler"])
+    if sbo_head is not None:
+        sbo_head.load_state_dict(state["sbo_head"])
+    # The speed too: a resume that only installs the final model runs no step to recompute it.
+    keys = ("train", "eval", "resumed_at", "wall_s", "tokens", "batches_without_targets", "masked_pieces",
+            "steps", "tokens_per_s", "masked_per_1k_tokens", "steady_wall_s", "steady_tokens", "steady_steps",
+            "tokens_per_s_steady")
+    log.update({k: state["log"][k] for k in keys if k in state["log"]})
+    log["resumed_at"].append(state["step"])
+    return state["step"]
+
+
+def _micro_batches_step(model, sbo_head, batches, step: int, cfg: PFTConfig, device, dtype, scaler,
+                        log: Dict) -> Tuple[Dict[str, list], int]:
+    """Run forward/backward over one optimizer step's grad_accum micro-batches.
+
+    RETURNS (Tuple[Dict[str, list], int]): The per-objective losses (still on the device) and
+        the number of tokens read.
+    """
+    step_parts: Dict[str, list] = {}
+    step_tokens = 0
+    for k in range(cfg.grad_accum):
+        micro = step * cfg.grad_accum + k
+        batch = next(batches)  # micro-batch number `micro`, masked by a worker
+        torch.manual_seed(_step_seed(cfg.seed, micro))  # dropout, as a function of the step
+        with autocast(device, dtype):
+            loss, parts = compute_losses(model, sbo_head, batch, device)
+        # Average over micro-batches so the step size does not depend on grad_accum.
+        scaler.scale(loss / cfg.grad_accum).backward()
+        # Kept on the device: an .item() here would make the host wait for every micro-batch.
+        for name, value in parts.items():
+            step_parts.setdefault(name, []).append(value.detach())
+        # No sequence had a usable candidate (or ECB boundary): counted, not hidden.
+        log["batches_without_targets"] += 0 if parts else 1
+        add_counts(log["masked_pieces"], count_targets(batch))
+        step_tokens += batch.n_tokens
+    return step_parts, step_tokens
+
+
 def train_pft(cfg: PFTConfig) -> Dict:
     """Pre-fine-tune an encoder on a candidate corpus; write checkpoints, model and log.
 
@@ -298,18 +341,7 @@ def train_pft(cfg: PFTConfig) -> Dict:
     step = 0
     if state is not None:
         model.train()
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        restore_scaler(scaler, state["scaler"])
-        if sbo_head is not None:
-            sbo_head.load_state_dict(state["sbo_head"])
-        step = state["step"]
-        # The speed too: a resume that only installs the final model runs no step to recompute it.
-        keys = ("train", "eval", "resumed_at", "wall_s", "tokens", "batches_without_targets", "masked_pieces",
-                "steps", "tokens_per_s", "masked_per_1k_tokens", "steady_wall_s", "steady_tokens", "steady_steps",
-                "tokens_per_s_steady")
-        log.update({k: state["log"][k] for k in keys if k in state["log"]})
-        log["resumed_at"].append(step)
+        step = _restore(state, optimizer, scheduler, scaler, sbo_head, log)
 
     def checkpoint() -> None:
         state_out = {
@@ -336,23 +368,7 @@ def train_pft(cfg: PFTConfig) -> Dict:
     bar = tqdm(total=cfg.max_steps, initial=step, disable=not cfg.progress, desc=f"pft {cfg.objective}")
     while step < cfg.max_steps:
         t0 = time.perf_counter()
-        step_parts: Dict[str, list] = {}
-        step_tokens = 0
-        for k in range(cfg.grad_accum):
-            micro = step * cfg.grad_accum + k
-            batch = next(batches)  # micro-batch number `micro`, masked by a worker
-            torch.manual_seed(_step_seed(cfg.seed, micro))  # dropout, as a function of the step
-            with autocast(device, dtype):
-                loss, parts = compute_losses(model, sbo_head, batch, device)
-            # Average over micro-batches so the step size does not depend on grad_accum.
-            scaler.scale(loss / cfg.grad_accum).backward()
-            # Kept on the device: an .item() here would make the host wait for every micro-batch.
-            for name, value in parts.items():
-                step_parts.setdefault(name, []).append(value.detach())
-            # No sequence had a usable candidate (or ECB boundary): counted, not hidden.
-            log["batches_without_targets"] += 0 if parts else 1
-            add_counts(log["masked_pieces"], count_targets(batch))
-            step_tokens += batch.n_tokens
+        step_parts, step_tokens = _micro_batches_step(model, sbo_head, batches, step, cfg, device, dtype, scaler, log)
         scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         scaler.step(optimizer)
