@@ -294,6 +294,37 @@ class MaskedBatch:
         return self._map(lambda t: t.to(device, non_blocking=True))
 
 
+def _pad(examples: Sequence[Example], pad_id: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pad the examples' piece ids: (ids, attention mask, lengths), int64 arrays."""
+    lengths = np.fromiter((len(ex.input_ids) for ex in examples), dtype=np.int64, count=len(examples))
+    width = int(lengths.max())
+    # Padding in one assignment: the pieces of all sequences fill the True cells row by row.
+    attention = (np.arange(width) < lengths[:, None]).astype(np.int64)
+    ids = np.full((len(examples), width), pad_id, dtype=np.int64)
+    ids[attention.astype(bool)] = np.fromiter((i for ex in examples for i in ex.input_ids), np.int64, int(lengths.sum()))
+    return ids, attention, lengths
+
+
+def _sequence_positions(ex: Example, base: int, objectives: FrozenSet[str], rng: np.random.Generator,
+                        mask_ratio: float, sbo: List[Tuple[int, int, int, int]]) -> Dict[str, List[int]]:
+    """Draw one sequence's target positions per token objective; append its SBO rows to ``sbo``.
+
+    base (int): The sequence's first cell in the flattened batch (row * width).
+    """
+    per_objective: Dict[str, List[int]] = {}
+    if "mlm_random" in objectives:
+        per_objective["mlm_random"] = random_positions(ex.word_ids, rng, mask_ratio)
+    if "mlm_span" in objectives:
+        spans = span_positions(ex.word_ids, rng, mask_ratio)
+        per_objective["mlm_span"] = [i for s, e in spans for i in range(s, e)]
+        if "sbo" in objectives:
+            sbo.extend((base + s - 1, base + e, i - s, ex.input_ids[i]) for s, e in spans for i in range(s, e))
+    if objectives & {"mlm_cand", "ecb"}:
+        cand, ecb = candidate_positions(ex, rng, mask_ratio, "mlm_cand" in objectives, "ecb" in objectives)
+        per_objective["mlm_cand"], per_objective["ecb"] = cand, ecb
+    return per_objective
+
+
 def mask_batch(
     examples: Sequence[Example],
     objectives: FrozenSet[str],
@@ -310,12 +341,8 @@ def mask_batch(
     mask_ratio (float): Prediction budget per sequence.
     RETURNS (MaskedBatch): Tensors on the CPU.
     """
-    lengths = np.fromiter((len(ex.input_ids) for ex in examples), dtype=np.int64, count=len(examples))
-    width = int(lengths.max())
-    # Padding in one assignment: the pieces of all sequences fill the True cells row by row.
-    attention = (np.arange(width) < lengths[:, None]).astype(np.int64)
-    ids = np.full((len(examples), width), vocab.pad_id, dtype=np.int64)
-    ids[attention.astype(bool)] = np.fromiter((i for ex in examples for i in ex.input_ids), np.int64, int(lengths.sum()))
+    ids, attention, lengths = _pad(examples, vocab.pad_id)
+    width = ids.shape[1]
     # Plain lists: for the ~10 positions of a sequence, list operations beat numpy calls.
     flat: List[int] = []
     kinds: List[int] = []
@@ -324,20 +351,7 @@ def mask_batch(
     # The generator is drawn from sequence by sequence in this order; the draws (and so what
     # is masked) must not depend on how the rest is vectorised.
     for b, ex in enumerate(examples):
-        per_objective: Dict[str, List[int]] = {}
-        if "mlm_random" in objectives:
-            per_objective["mlm_random"] = random_positions(ex.word_ids, rng, mask_ratio)
-        if "mlm_span" in objectives:
-            spans = span_positions(ex.word_ids, rng, mask_ratio)
-            per_objective["mlm_span"] = [i for s, e in spans for i in range(s, e)]
-            if "sbo" in objectives:
-                base = b * width
-                sbo.extend((base + s - 1, base + e, i - s, ex.input_ids[i]) for s, e in spans for i in range(s, e))
-        if objectives & {"mlm_cand", "ecb"}:
-            cand, ecb = candidate_positions(
-                ex, rng, mask_ratio, "mlm_cand" in objectives, "ecb" in objectives
-            )
-            per_objective["mlm_cand"], per_objective["ecb"] = cand, ecb
+        per_objective = _sequence_positions(ex, b * width, objectives, rng, mask_ratio, sbo)
         for name in TOKEN_OBJECTIVES:
             positions = per_objective.get(name)
             if positions:
