@@ -237,15 +237,7 @@ def iter_span_vectors(
     ops = encoder.ops
     n_tokens = int(doc_lengths.sum())
     if rows is not None or encoder.attrs["reducer"] != "max":
-        if rows is None:
-            candidates = enumerate_batch(doc_lengths, max_width)
-            offsets = numpy.repeat(numpy.cumsum(doc_lengths) - doc_lengths, candidates.lengths)
-            rows = (candidates.dataXd + offsets[:, None]).astype("i")
-            rows = rows[keep(rows)] if keep is not None and len(rows) else rows
-        all_tokens = Ragged(tokens, ops.asarray1i([n_tokens]))
-        for i in range(0, len(rows), chunk_size):
-            chunk = rows[i : i + chunk_size]
-            yield chunk, encoder.predict((all_tokens, Ragged(ops.asarray2i(chunk), ops.asarray1i([len(chunk)]))))
+        yield from _gathered_span_vectors(encoder, tokens, doc_lengths, max_width, chunk_size, rows, keep)
         return
     # Tokens left in the doc from each position: a span of width w may start at g only
     # if remaining[g] >= w (rows of `running` past that hold cross-doc garbage, unused).
@@ -274,6 +266,29 @@ def iter_span_vectors(
                 held_rows, pieces, held = [], [], 0
     if held:
         yield _flush(ops, held_rows, pieces)
+
+
+def _gathered_span_vectors(
+    encoder: Model,
+    tokens: Floats2d,
+    doc_lengths: numpy.ndarray,
+    max_width: int,
+    chunk_size: int,
+    rows: Optional[numpy.ndarray],
+    keep: Optional[Callable[[numpy.ndarray], numpy.ndarray]],
+) -> Iterator[Tuple[numpy.ndarray, Floats2d]]:
+    """``iter_span_vectors`` by ``encoder.predict`` on chunks of gathered spans: for a
+    suggester's rows or a reducer other than "max". Same arguments and chunks."""
+    ops = encoder.ops
+    if rows is None:
+        candidates = enumerate_batch(doc_lengths, max_width)
+        offsets = numpy.repeat(numpy.cumsum(doc_lengths) - doc_lengths, candidates.lengths)
+        rows = (candidates.dataXd + offsets[:, None]).astype("i")
+        rows = rows[keep(rows)] if keep is not None and len(rows) else rows
+    all_tokens = Ragged(tokens, ops.asarray1i([int(doc_lengths.sum())]))
+    for i in range(0, len(rows), chunk_size):
+        chunk = rows[i : i + chunk_size]
+        yield chunk, encoder.predict((all_tokens, Ragged(ops.asarray2i(chunk), ops.asarray1i([len(chunk)]))))
 
 
 def _width_vectors(ops, running: Floats2d, starts: numpy.ndarray, embed, width_buckets: int, width: int) -> Floats2d:
