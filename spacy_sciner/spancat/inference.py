@@ -120,6 +120,26 @@ def predict_spans(model: Model, docs: List[Doc], **settings) -> SpanPredictions:
     return collect_spans(launch_spans(model, docs, **settings))
 
 
+def _decide(classifier: Model, reps: Floats2d, kept, n_labels: int, threshold: Optional[float], compact: bool):
+    """One chunk's decisions, on the device: (is entity, best label, its probability).
+
+    kept: The filter's bool mask of the chunk (None: no filter); a pruned span is no entity.
+    compact (bool): Run the classifier on the kept spans only (else on all, masked after).
+    """
+    xp = classifier.ops.xp
+    if kept is not None and compact:
+        index = xp.flatnonzero(kept)
+        probs = classifier.predict(reps[index]) if len(index) else xp.zeros((0, n_labels + 1), "f")
+        ent, label, score = xp.zeros(len(reps), bool), xp.zeros(len(reps), "i"), xp.zeros(len(reps), "f")
+        ent[index] = is_entity(probs, n_labels, threshold)
+        label[index], score[index] = best_labels(probs, n_labels)
+        return ent, label, score
+    probs = classifier.predict(reps)
+    ent = is_entity(probs, n_labels, threshold)
+    label, score = best_labels(probs, n_labels)
+    return (ent if kept is None else ent & kept), label, score
+
+
 def launch_spans(
     model: Model,
     docs: List[Doc],
@@ -164,16 +184,7 @@ def launch_spans(
     rows, passed, entity, labels, scores = [], [], [], [], []
     for chunk, reps in candidate_vectors(model, docs, lengths, max_span_length, chunk_size, suggester, allow_punct_edges):
         kept = None if cut is None else filter_head.predict(reps)[:, 0].astype("float64") >= cut
-        if kept is not None and compact:
-            index = xp.flatnonzero(kept)
-            probs = classifier.predict(reps[index]) if len(index) else xp.zeros((0, n_labels + 1), "f")
-            ent, label, score = xp.zeros(len(chunk), bool), xp.zeros(len(chunk), "i"), xp.zeros(len(chunk), "f")
-            ent[index] = is_entity(probs, n_labels, threshold)
-            label[index], score[index] = best_labels(probs, n_labels)
-        else:
-            probs = classifier.predict(reps)
-            ent = is_entity(probs, n_labels, threshold) if kept is None else is_entity(probs, n_labels, threshold) & kept
-            label, score = best_labels(probs, n_labels)
+        ent, label, score = _decide(classifier, reps, kept, n_labels, threshold, compact)
         rows.append(chunk)
         passed.append(kept)
         entity.append(ent)
