@@ -91,35 +91,51 @@ def read_brat(
         ann_path = txt_path.with_suffix(".ann")
         if not ann_path.is_file():
             raise CorpusFormatError(txt_path, f"no annotation file {ann_path.name} beside it")
-        mentions = []  # (start, end, label, line_no, ann_id), one per fragment kept
-        for line_no, ann_id, label, fragments in _read_entities(ann_path, text, stats):
-            if len(fragments) > 1:
-                stats.discontinuous += 1
-                if discontinuous == "error":
-                    raise CorpusFormatError(
-                        ann_path,
-                        f"{ann_id} is discontinuous {fragments}; choose discontinuous='merge' or 'fragments'",
-                        line=line_no,
-                    )
-                if discontinuous == "merge":
-                    fragments = [(fragments[0][0], fragments[-1][1])]
-            mentions.extend((start, end, label, line_no, ann_id) for start, end in fragments)
+        mentions = _mentions(ann_path, text, stats, discontinuous)
         doc_key = txt_path.relative_to(root).with_suffix("").as_posix()
         units = [(0, text, doc_key)] if doc_unit == "document" else _text_lines(text, doc_key)
         for offset, unit_text, key in units:
             doc = tokenizer(unit_text)
-            spans = []
-            for start, end, label, line_no, ann_id in mentions:
-                if start >= offset + len(unit_text) or end <= offset:
-                    continue
-                if start < offset or end > offset + len(unit_text):
-                    raise CorpusFormatError(
-                        ann_path, f"{ann_id}: mention {start}..{end} crosses a line break (doc_unit='line')", line=line_no
-                    )
-                spans.append(_align(doc, start - offset, end - offset, label, ann_path, line_no, ann_id, stats))
+            spans = _unit_spans(doc, mentions, offset, len(unit_text), ann_path, stats)
             doc.user_data["doc_key"] = key
             yield set_gold_spans(doc, spans, spans_key, stats)
     warn_summary(stats, path, "mentions expanded to token boundaries", stats.misaligned - misaligned_before)
+
+
+def _mentions(ann_path: Path, text: str, stats: ConversionStats, discontinuous: str) -> List[Tuple]:
+    """The ``.ann`` file's entity mentions as (start, end, label, line_no, ann_id), one per
+    fragment kept under the ``discontinuous`` rule."""
+    mentions = []
+    for line_no, ann_id, label, fragments in _read_entities(ann_path, text, stats):
+        if len(fragments) > 1:
+            stats.discontinuous += 1
+            if discontinuous == "error":
+                raise CorpusFormatError(
+                    ann_path,
+                    f"{ann_id} is discontinuous {fragments}; choose discontinuous='merge' or 'fragments'",
+                    line=line_no,
+                )
+            if discontinuous == "merge":
+                fragments = [(fragments[0][0], fragments[-1][1])]
+        mentions.extend((start, end, label, line_no, ann_id) for start, end in fragments)
+    return mentions
+
+
+def _unit_spans(doc: Doc, mentions: List[Tuple], offset: int, length: int, ann_path: Path,
+                stats: ConversionStats) -> List:
+    """The mentions inside one doc unit (``length`` characters from ``offset`` of the file),
+    aligned to its tokens; a mention across the unit's edge is an error."""
+    spans = []
+    unit_end = offset + length
+    for start, end, label, line_no, ann_id in mentions:
+        if start >= unit_end or end <= offset:
+            continue
+        if start < offset or end > unit_end:
+            raise CorpusFormatError(
+                ann_path, f"{ann_id}: mention {start}..{end} crosses a line break (doc_unit='line')", line=line_no
+            )
+        spans.append(_align(doc, start - offset, end - offset, label, ann_path, line_no, ann_id, stats))
+    return spans
 
 
 def _text_lines(text: str, doc_key: str) -> List[Tuple[int, str, str]]:
