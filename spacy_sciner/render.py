@@ -104,33 +104,46 @@ def render_comparison(
     counts = {"docs": 0, "tp": 0, "fp": 0, "fn": 0}
     blocks = []
     for i, (pred, ref) in enumerate(pairs):
-        pred_spans = span_set(pred, spans_key)
-        if ref is None:
-            body = f'<h3>predicted</h3>{_render_group(pred, spans_key, options)}'
-        else:
-            gold_spans = span_set(ref, gold_key)
-            missed, spurious = gold_spans - pred_spans, pred_spans - gold_spans
-            counts["tp"] += len(gold_spans & pred_spans)
-            counts["fn"] += len(missed)
-            counts["fp"] += len(spurious)
-            if only_errors and not missed and not spurious:
-                continue
-            body = (
-                f'<h3>gold</h3>{_render_group(ref, gold_key, options)}'
-                f'<h3>predicted</h3>{_render_group(pred, spans_key, options)}'
-                f'<p class="diff"><b>missed</b>: {html.escape(_describe(ref, missed))}<br>'
-                f'<b>spurious</b>: {html.escape(_describe(pred, spurious))}</p>'
-            )
+        body, differs = _doc_body(pred, ref, spans_key, gold_key, options, counts)
+        if only_errors and not differs:
+            continue
         counts["docs"] += 1
         blocks.append(f'<section><h2>doc {i}</h2>{body}</section>')
+    summary = f"{counts['docs']} docs shown"
+    if gold is not None:
+        summary += f"; spans: {counts['tp']} correct, {counts['fn']} missed, {counts['fp']} spurious"
+    page = _page(title, summary, options, blocks)
+    return page, counts
+
+
+def _doc_body(pred: Doc, ref: Optional[Doc], spans_key: str, gold_key: str, options: Dict,
+              counts: Dict[str, int]) -> Tuple[str, bool]:
+    """One doc's HTML (gold above predicted, then missed/spurious) and whether its
+    predictions differ from the gold (True without gold); adds to ``counts``."""
+    pred_spans = span_set(pred, spans_key)
+    if ref is None:
+        return f'<h3>predicted</h3>{_render_group(pred, spans_key, options)}', True
+    gold_spans = span_set(ref, gold_key)
+    missed, spurious = gold_spans - pred_spans, pred_spans - gold_spans
+    counts["tp"] += len(gold_spans & pred_spans)
+    counts["fn"] += len(missed)
+    counts["fp"] += len(spurious)
+    body = (
+        f'<h3>gold</h3>{_render_group(ref, gold_key, options)}'
+        f'<h3>predicted</h3>{_render_group(pred, spans_key, options)}'
+        f'<p class="diff"><b>missed</b>: {html.escape(_describe(ref, missed))}<br>'
+        f'<b>spurious</b>: {html.escape(_describe(pred, spurious))}</p>'
+    )
+    return body, bool(missed or spurious)
+
+
+def _page(title: str, summary: str, options: Dict, blocks: List[str]) -> str:
+    """The whole HTML page: title, summary, label legend and the doc blocks."""
     legend = " ".join(
         f'<span style="background:{color};padding:2px 6px;margin:2px;border-radius:3px">{html.escape(label)}</span>'
         for label, color in options["colors"].items()
     )
-    summary = f"{counts['docs']} docs shown"
-    if gold is not None:
-        summary += f"; spans: {counts['tp']} correct, {counts['fn']} missed, {counts['fp']} spurious"
-    page = (
+    return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         '<style>body{font-family:sans-serif;margin:2em;max-width:70em}section{border-top:1px solid #ccc;'
         'margin-top:1.5em}h2{font-size:1em;color:#666}h3{font-size:.9em;margin:.6em 0 0}'
@@ -139,7 +152,6 @@ def render_comparison(
         + "".join(blocks)
         + "</body></html>"
     )
-    return page, counts
 
 
 def retokenized_copies(docs: Sequence[Doc], vocab) -> List[Doc]:
