@@ -151,6 +151,37 @@ def _windows(word_pieces: List[List[int]], max_pieces: int) -> List[Tuple[int, i
     return windows
 
 
+def _window_example(word_pieces: List[List[int]], w_start: int, w_end: int, candidates: List[Tuple[int, int, str]],
+                    cls_id: int, sep_id: int, max_length: int, stats: CorpusStats) -> Example:
+    """The example of words ``w_start:w_end`` (CLS + pieces + SEP) with the candidates that
+    start in it and end in it, on pieces; counts kept and skipped candidates in ``stats``."""
+    ids, word_ids, first_piece = [cls_id], [-1], {}
+    for w in range(w_start, w_end):
+        first_piece[w] = len(ids)
+        pieces = word_pieces[w][: max_length - 2]
+        ids.extend(pieces)
+        word_ids.extend([w - w_start] * len(pieces))
+    end_piece = {w: first_piece[w] + len(word_pieces[w][: max_length - 2]) for w in first_piece}
+    ids.append(sep_id)
+    word_ids.append(-1)
+    example = Example(ids, word_ids)
+    for start, end, _ in candidates:
+        if start < w_start or start >= w_end:
+            continue
+        if end > w_end:
+            stats.candidates_cut_by_window += 1
+            continue
+        p_start, p_end = first_piece[start], end_piece[end - 1]
+        if p_end <= p_start:
+            stats.candidates_no_piece += 1
+            continue
+        example.candidates.append((p_start, p_end))
+    stats.candidates_kept += len(example.candidates)
+    stats.windows += 1
+    stats.pieces += len(ids)
+    return example
+
+
 def encode_sentences(
     sentences: Iterable[Sentence], tokenizer, max_length: int, stats: CorpusStats
 ) -> List[Example]:
@@ -185,31 +216,8 @@ def encode_sentences(
         # Candidates of the sentence, each handed to the window that fully contains it.
         pending = sorted(sent.candidates)
         for w_start, w_end in windows:
-            ids, word_ids, first_piece = [cls_id], [-1], {}
-            for w in range(w_start, w_end):
-                first_piece[w] = len(ids)
-                pieces = word_pieces[w][: max_length - 2]
-                ids.extend(pieces)
-                word_ids.extend([w - w_start] * len(pieces))
-            end_piece = {w: first_piece[w] + len(word_pieces[w][: max_length - 2]) for w in first_piece}
-            ids.append(sep_id)
-            word_ids.append(-1)
-            example = Example(ids, word_ids)
-            for start, end, _ in pending:
-                if start < w_start or start >= w_end:
-                    continue
-                if end > w_end:
-                    stats.candidates_cut_by_window += 1
-                    continue
-                p_start, p_end = first_piece[start], end_piece[end - 1]
-                if p_end <= p_start:
-                    stats.candidates_no_piece += 1
-                    continue
-                example.candidates.append((p_start, p_end))
-            stats.candidates_kept += len(example.candidates)
-            stats.windows += 1
-            stats.pieces += len(ids)
-            if len(ids) > 2:
+            example = _window_example(word_pieces, w_start, w_end, pending, cls_id, sep_id, max_length, stats)
+            if len(example.input_ids) > 2:
                 examples.append(example)
     return examples
 
