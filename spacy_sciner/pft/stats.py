@@ -5,6 +5,8 @@ only what the mined candidates allow, so their real masking rate differs from 15
 the random baselines'. These helpers count it, for the run log and the CLI summary of
 ``sciner pft`` and for ``benchmarks/pft_speed.py``.
 """
+import time
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, Sequence
 
 import numpy as np
@@ -106,3 +108,44 @@ def ever_masked(
             seen[b] |= [bool(masked[s:e].all()) for s, e in ex.candidates]
     total = sum(len(s) for s in seen)
     return sum(int(s.sum()) for s in seen) / max(total, 1)
+
+
+@dataclass
+class Throughput:
+    """Wall time and tokens of a PFT run: all of it, its steady state (after the warm-up) and
+    the current log window. Kept in the run log, so a resumed run goes on counting.
+    """
+
+    wall: float = 0.0
+    tokens: int = 0
+    steady_wall: float = 0.0
+    steady_tokens: int = 0
+    steady_steps: int = 0
+    window_tokens: int = 0
+    window_start: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def from_log(cls, log: Dict) -> "Throughput":
+        """The counts of a run log (zeros for a new run)."""
+        keys = ("wall_s", "tokens", "steady_wall_s", "steady_tokens", "steady_steps")
+        return cls(*(log.get(k, 0) for k in keys))
+
+    def add(self, seconds: float, tokens: int, steady: bool) -> None:
+        """Count one optimizer step; ``steady`` once the warm-up is over."""
+        self.wall, self.tokens, self.window_tokens = self.wall + seconds, self.tokens + tokens, self.window_tokens + tokens
+        if steady:
+            self.steady_wall, self.steady_tokens = self.steady_wall + seconds, self.steady_tokens + tokens
+            self.steady_steps += 1
+
+    def close_window(self) -> float:
+        """Tokens/s since the last call (loading and evaluation included); starts a new window."""
+        rate = self.window_tokens / max(time.perf_counter() - self.window_start, 1e-9)
+        self.window_tokens, self.window_start = 0, time.perf_counter()
+        return rate
+
+    def to_log(self) -> Dict:
+        """The run log's speed entries."""
+        return {"wall_s": self.wall, "tokens": self.tokens, "tokens_per_s": self.tokens / max(self.wall, 1e-9),
+                "steady_wall_s": self.steady_wall, "steady_tokens": self.steady_tokens,
+                "steady_steps": self.steady_steps,
+                "tokens_per_s_steady": self.steady_tokens / self.steady_wall if self.steady_steps else None}

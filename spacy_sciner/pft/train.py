@@ -57,7 +57,7 @@ from .device import amp_dtype, autocast, make_scaler, resolve_device  # noqa: E4
 from .heads import SpanBoundaryHead, compute_losses, load_masked_lm, load_tokenizer, max_positions  # noqa: E402
 from .loader import MicroBatches, PackedExamples, default_workers, micro_batches  # noqa: E402
 from .masking import MaskVocab, mask_batch, parse_objective  # noqa: E402
-from .stats import add_counts, count_targets, per_1k_tokens  # noqa: E402
+from .stats import Throughput, add_counts, count_targets, per_1k_tokens  # noqa: E402
 
 __all__ = ["PFTConfig", "PFTIOError", "STATE_FILE", "train_pft"]
 
@@ -294,6 +294,16 @@ def _micro_batches_step(model, sbo_head, batches, step: int, cfg: PFTConfig, dev
     return step_parts, step_tokens
 
 
+def _optimizer_step(params, optimizer, scheduler, scaler, max_grad_norm: float) -> None:
+    """One optimizer step on the accumulated gradients: unscale (fp16), clip, step, schedule."""
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
 def train_pft(cfg: PFTConfig) -> Dict:
     """Pre-fine-tune an encoder on a candidate corpus; write checkpoints, model and log.
 
@@ -360,46 +370,33 @@ def train_pft(cfg: PFTConfig) -> Dict:
     batches = micro_batches(dataset, workers, pin_memory=device.type == "cuda")
     log.update({"workers": workers, "steady_from_step": steady_warmup_steps(cfg.max_steps)})
     steady_after = step + log["steady_from_step"]  # this segment's warm-up ends here
-    wall, tokens = log.get("wall_s", 0.0), log.get("tokens", 0)
-    steady_wall, steady_tokens, steady_steps = (log.get(k, 0) for k in ("steady_wall_s", "steady_tokens", "steady_steps"))
-    window_tokens, window_start, window_losses = 0, time.perf_counter(), []
+    meter, window_losses = Throughput.from_log(log), []
     if heldout and step == 0:
         log["eval"].append({"step": 0, **evaluate(model, sbo_head, heldout, objectives, vocab, cfg, device)})
     bar = tqdm(total=cfg.max_steps, initial=step, disable=not cfg.progress, desc=f"pft {cfg.objective}")
     while step < cfg.max_steps:
         t0 = time.perf_counter()
         step_parts, step_tokens = _micro_batches_step(model, sbo_head, batches, step, cfg, device, dtype, scaler, log)
-        scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        _optimizer_step(params, optimizer, scheduler, scaler, cfg.max_grad_norm)
         step += 1
         window_losses.append(step_parts)
         log_now = step % cfg.log_every == 0 or step == cfg.max_steps
         mean = _window_means(window_losses, cfg.grad_accum) if log_now else None  # waits for the device
         if not log_now and (step == steady_after or step % cfg.eval_every == 0 or step % cfg.save_every == 0):
             _sync(device)  # the clocks stop only once the queued work is done
-        elapsed = time.perf_counter() - t0
-        wall, tokens, window_tokens = wall + elapsed, tokens + step_tokens, window_tokens + step_tokens
-        if step > steady_after:
-            steady_wall, steady_tokens, steady_steps = steady_wall + elapsed, steady_tokens + step_tokens, steady_steps + 1
+        meter.add(time.perf_counter() - t0, step_tokens, steady=step > steady_after)
         bar.update(1)
 
         if log_now:
-            elapsed = time.perf_counter() - window_start
             entry = {"step": step, "loss": float(sum(mean.values())), "losses": mean,
-                     "lr": scheduler.get_last_lr()[0], "tokens_per_s": window_tokens / max(elapsed, 1e-9)}
+                     "lr": scheduler.get_last_lr()[0], "tokens_per_s": meter.close_window()}
             log["train"].append(entry)
             bar.set_postfix(loss=f"{entry['loss']:.3f}", tok_s=f"{entry['tokens_per_s']:.0f}")
-            window_tokens, window_start, window_losses = 0, time.perf_counter(), []
+            window_losses = []
         if heldout and (step % cfg.eval_every == 0 or step == cfg.max_steps):
             log["eval"].append({"step": step, **evaluate(model, sbo_head, heldout, objectives, vocab, cfg, device)})
-        log.update({"steps": step, "wall_s": wall, "tokens": tokens, "tokens_per_s": tokens / max(wall, 1e-9),
-                    "steady_wall_s": steady_wall, "steady_tokens": steady_tokens, "steady_steps": steady_steps,
-                    "tokens_per_s_steady": steady_tokens / steady_wall if steady_steps else None,
-                    "masked_per_1k_tokens": per_1k_tokens(log["masked_pieces"], tokens)})
+        log.update({"steps": step, **meter.to_log(),
+                    "masked_per_1k_tokens": per_1k_tokens(log["masked_pieces"], meter.tokens)})
         if step % cfg.save_every == 0 or step == cfg.max_steps:
             log["finished"] = step == cfg.max_steps
             checkpoint()

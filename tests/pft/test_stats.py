@@ -6,6 +6,7 @@ import numpy as np
 from spacy_sciner.pft.data import CorpusStats, Example, Sentence, encode_sentences
 from spacy_sciner.pft.masking import MaskVocab, mask_batch, parse_objective
 from spacy_sciner.pft.stats import (
+    Throughput,
     count_targets,
     ever_masked,
     fits_sequence_budget,
@@ -70,3 +71,17 @@ def test_all_scierc_entities_can_be_masked(shared_data):
     assert ever_masked(examples, vocab, draws=200) == 1.0
     rates = measure_masking(examples, "mlm_cand", vocab)
     assert 100 < rates["mlm_cand"] < 200  # per 1,000 tokens: near the 15% of mlm_random
+
+
+def test_throughput_counts_warm_up_apart_and_resumes_from_the_log():
+    meter = Throughput()
+    meter.add(2.0, 100, steady=False)  # warm-up: counted in the run, not in the steady state
+    meter.add(1.0, 300, steady=True)
+    log = meter.to_log()
+    assert log["wall_s"] == 3.0 and log["tokens"] == 400 and log["tokens_per_s"] == 400 / 3.0
+    assert log["steady_steps"] == 1 and log["tokens_per_s_steady"] == 300.0
+    assert meter.close_window() > 0 and meter.window_tokens == 0  # a new window starts
+    resumed = Throughput.from_log(log)  # a resumed run goes on counting
+    resumed.add(1.0, 200, steady=True)
+    assert resumed.to_log()["tokens"] == 600 and resumed.to_log()["tokens_per_s_steady"] == 250.0
+    assert Throughput().to_log()["tokens_per_s_steady"] is None  # no steady step yet
