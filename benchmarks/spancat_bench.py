@@ -37,6 +37,9 @@ from spacy.scorer import get_ner_prf
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spancat_report import previous_results, report_only, write_markdown  # noqa: E402
+
 try:  # fail now, not after hours of training when the first evaluation imports it
     import spacy_sciner  # noqa: F401
 except ImportError as err:
@@ -288,65 +291,7 @@ def speed(dataset: str, work: Path, n_sentences: int, rounds: int) -> dict:
     return result
 
 
-def previous_results(rev: str) -> dict:
-    """spancat.json as committed at ``rev`` (for the before/after column), or {}."""
-    try:
-        text = subprocess.run(["git", "show", f"{rev}:benchmarks/results/spancat.json"], cwd=ROOT,
-                              check=True, capture_output=True, text=True).stdout
-        return json.loads(text).get("accuracy", {})
-    except (subprocess.CalledProcessError, json.JSONDecodeError, FileNotFoundError):
-        return {}
-
-
-def decision(r: dict) -> str:
-    """The dev-chosen decision rule of a row, in words."""
-    cal = r.get("calibration")
-    if isinstance(cal, dict):
-        return f"threshold {cal['threshold']:.3f} (dev F {100 * cal['dev_f']:.1f})"
-    if isinstance(cal, str):
-        match = [line for line in cal.splitlines() if line.startswith("decision rule")]
-        return match[0].split(":")[0].replace("decision rule ", "") if match else "calibrated"
-    return "model's own decoding"
-
-
-def write_markdown(results: dict, path: Path) -> None:
-    lines = [f"# sciner_spancat vs spaCy components (seed {results['seed']}, epochs {results['epochs']}, encoder {results['encoder']})", ""]
-    lines.append(f"Machine: {results['machine']}. Load average at start / end: {results['load_start']} / {results['load_end']}.")
-    lines += ["", "Protocol, the same for every row: the same train/dev/test sentences, seed, epochs and number of dev "
-              f"evaluations ({results.get('evals', 4)} per run); `model-best` = the checkpoint `spacy train` picks on dev; decision "
-              "thresholds chosen on dev only. Transformer rows: the same encoder, batcher "
-              f"({results['batch_words']} words) and schedule (warmup_linear, 10% warm-up, peak lr {results['lr']}). "
-              "`spacy_ner_cnn`: spaCy's stock CPU config (Adam lr 0.001, compounding batches), no transformer, no vectors.", ""]
-    before = results.get("before", {})
-    rev = results.get("before_rev", "")
-    lines.append(f"| dataset | system | span P | span R | span F | span F at {rev} | flat ents F | seqeval F | decision (chosen on dev) | train s | load at end |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
-    for ds, systems in results["accuracy"].items():
-        for system, r in systems.items():
-            old = before.get(ds, {}).get(system, {}).get("spans_f")
-            lines.append(
-                f"| {ds} | {system} | {100*r['spans_p']:.1f} | {100*r['spans_r']:.1f} | {100*r['spans_f']:.1f} | "
-                f"{'—' if old is None else f'{100 * old:.1f}'} | {100*r['ents_f']:.1f} | {100*r['seqeval_f']:.1f} | {decision(r)} | "
-                f"{r['train_seconds']:.0f} | {r.get('load_avg_1min_at_end', float('nan')):.1f} |"
-            )
-    if results.get("missing"):
-        lines += ["", f"Not finished in time (no result): {', '.join(results['missing'])}."]
-    for ds, sp in results.get("speed", {}).items():
-        load = (f" Load average at start / end of the speed run: {sp['load_start']:.1f} / {sp['load_end']:.1f}."
-                if "load_start" in sp else "")
-        lines += ["", f"Inference on {sp['sentences']} sentences / {sp['words']} words ({ds}), batch size 64, one process (torch on both cores), "
-                  f"median of {sp['rounds']} interleaved rounds after a warm-up pass of each pipeline.{load}", "",
-                  "| pipeline | words/s (median) | each round | ratio vs transformer (medians) | ratio in each round |",
-                  "|---|---:|---|---:|---|"]
-        base = sp["words_per_s"]["transformer"]["all"]
-        for name, r in sp["words_per_s"].items():
-            rounds = ", ".join(f"{v:.0f}" for v in r["all"])
-            ratios = ", ".join(f"{v / b:.2f}" for v, b in zip(r["all"], base))
-            lines.append(f"| {name} | {r['median']:.0f} | {rounds} | {r['ratio_vs_transformer']:.2f} | {ratios} |")
-    path.write_text("\n".join(lines) + "\n")
-
-
-def main() -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=["scierc", "bionlp13cg"])
     p.add_argument("--systems", nargs="+", default=list(SYSTEMS))
@@ -371,24 +316,19 @@ def main() -> None:
     p.add_argument("--report-only", action="store_true",
                    help="Write spancat.md from spancat.json as a running benchmark left it (systems not in it: missing)")
     p.add_argument("--before-rev", default="127b1b0", help="Git revision whose committed spancat.json gives the 'before' column")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     epochs = {}
     for item in args.epochs:
         name, _, value = item.rpartition("=")
         epochs[name or "*"] = int(value)
     args.epochs_for = lambda ds: epochs.get(ds, epochs.get("*"))
-    args.results.mkdir(parents=True, exist_ok=True)
-    if args.report_only:
-        report_only(args)
-        return
-    results = {
-        "seed": args.seed, "epochs": {ds: args.epochs_for(ds) for ds in args.datasets}, "encoder": args.encoder, "lr": args.lr,
-        "batch_words": args.batch_words, "machine": f"{os.cpu_count()} CPU cores",
-        "load_start": os.getloadavg()[0], "accuracy": {}, "speed": {}, "evals": args.evals,
-        "before_rev": args.before_rev, "before": previous_results(args.before_rev),
-    }
-    results["missing"] = []
-    for ds in ([] if args.speed_only else args.datasets):
+    return args
+
+
+def measure_accuracy(args, results: dict) -> None:
+    """Train (or reuse) and evaluate every system on every data set, into ``results``;
+    spancat.json is rewritten after each, so ``--report-only`` can show a run still going."""
+    for ds in args.datasets:
         corpus = prepare(ds, args.work)
         results["accuracy"][ds] = {}
         for system in args.systems:
@@ -402,13 +342,33 @@ def main() -> None:
                 results["accuracy"][ds][system]["calibration"] = run["calibration_log"]
             print(f"[{ds}/{system}] {json.dumps(results['accuracy'][ds][system])}", flush=True)
             (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
-    if args.speed_only:
-        load_start = os.getloadavg()[0]
-        measured = speed(args.speed_dataset, args.work, args.speed_sentences, args.speed_rounds)
-        measured.update(load_start=load_start, load_end=os.getloadavg()[0])
-        (args.results / "spancat_speed.json").write_text(json.dumps(measured, indent=2))
-        print((args.results / "spancat_speed.json").read_text())
+
+
+def speed_only(args) -> None:
+    """Measure inference speed alone (the trained pipelines must exist): spancat_speed.json."""
+    load_start = os.getloadavg()[0]
+    measured = speed(args.speed_dataset, args.work, args.speed_sentences, args.speed_rounds)
+    measured.update(load_start=load_start, load_end=os.getloadavg()[0])
+    (args.results / "spancat_speed.json").write_text(json.dumps(measured, indent=2))
+    print((args.results / "spancat_speed.json").read_text())
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    args.results.mkdir(parents=True, exist_ok=True)
+    if args.report_only:
+        report_only(args)
         return
+    if args.speed_only:
+        speed_only(args)
+        return
+    results = {
+        "seed": args.seed, "epochs": {ds: args.epochs_for(ds) for ds in args.datasets}, "encoder": args.encoder, "lr": args.lr,
+        "batch_words": args.batch_words, "machine": f"{os.cpu_count()} CPU cores",
+        "load_start": os.getloadavg()[0], "accuracy": {}, "speed": {}, "evals": args.evals,
+        "before_rev": args.before_rev, "before": previous_results(args.before_rev), "missing": [],
+    }
+    measure_accuracy(args, results)
     if not args.skip_speed:
         results["speed"][args.speed_dataset] = speed(args.speed_dataset, args.work, args.speed_sentences, args.speed_rounds)
     speed_file = args.results / "spancat_speed.json"
@@ -416,21 +376,6 @@ def main() -> None:
         # Measured separately with --speed-only (same trained pipelines).
         results["speed"][args.speed_dataset] = json.loads(speed_file.read_text())
     results["load_end"] = os.getloadavg()[0]
-    (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
-    write_markdown(results, args.results / "spancat.md")
-    print((args.results / "spancat.md").read_text())
-
-
-def report_only(args) -> None:
-    """spancat.md from the results a (still running) benchmark has written so far: its
-    JSON is rewritten after every evaluated system; those not in it are listed as missing."""
-    results = json.loads((args.results / "spancat.json").read_text())
-    results["missing"] = [f"{ds}/{system}" for ds in args.datasets for system in args.systems
-                          if system not in results["accuracy"].get(ds, {})]
-    results.setdefault("load_end", os.getloadavg()[0])  # now: the run has not ended
-    speed_file = args.results / "spancat_speed.json"
-    if not results.get("speed") and speed_file.exists():  # measured separately with --speed-only
-        results["speed"] = {args.speed_dataset: json.loads(speed_file.read_text())}
     (args.results / "spancat.json").write_text(json.dumps(results, indent=2))
     write_markdown(results, args.results / "spancat.md")
     print((args.results / "spancat.md").read_text())
