@@ -393,36 +393,53 @@ def main(argv=None) -> int:
                 shutil.rmtree(run.dir)
                 run = Run(args.state, ds, system, args.seed)
             recover(run)
-            if run.m["status"] not in ("converged", "max steps"):
-                args.deadline = time.time() + 60 * args.max_minutes if args.max_minutes else 0
-                status = train_segment(run, args, corpus)
-                best = run.m["best"]
-                print(f"[{run.key}] {status}: {len(run.m['curve'])} evals, last step {run.offset[0] if run.offset else '—'}, "
-                      f"best dev F {best['score']:.4f} at step {best['step']}" if best else f"[{run.key}] {status}: no evaluation", flush=True)
-                if status == "failed":
-                    failed += 1
-                    print(f"[{run.key}] FAILED, see {run.m['segments'][-1]['dir']}/train.log:\n{run.m['segments'][-1].get('log_tail', '')[-800:]}", flush=True)
-            if not args.no_evaluate and run.m["best"] and stale_evaluation(run.m) and (
-                    run.m["status"] in ("converged", "max steps") or args.evaluate_stopped):
-                try:
-                    run.m["evaluation"] = evaluate_run(run, args, corpus)
-                except Exception as err:  # reported; the other runs go on
-                    failed += 1
-                    print(f"[{run.key}] evaluation FAILED: {type(err).__name__}: {err}", flush=True)
-                else:
-                    run.m["evaluation"]["status_at_evaluation"] = run.m["status"]
-                    run.m["evaluation"]["best_step"] = run.m["best"]["step"]
-                    run.save()
-                    print(f"[{run.key}] test span F {run.m['evaluation']['spans_f']:.4f} (best dev step {run.m['best']['step']})", flush=True)
-            if not args.no_evaluate and run.m["evaluation"]:
-                try:
-                    evaluate_marks(run, args, corpus)
-                except Exception as err:
-                    failed += 1
-                    print(f"[{run.key}] evaluation at time marks FAILED: {type(err).__name__}: {err}", flush=True)
+            failed += train_run(run, args, corpus)
+            if not args.no_evaluate:
+                failed += evaluate_on_test(run, args, corpus)
             write_results(args.state, args.results, args)
     print(f"results: {args.results / 'convergence.json'}")
     return 1 if failed else 0
+
+
+def train_run(run: Run, args, corpus: Path) -> int:
+    """One segment of a run not yet converged (up to --max-minutes); RETURNS 1 if it failed."""
+    if run.m["status"] in ("converged", "max steps"):
+        return 0
+    args.deadline = time.time() + 60 * args.max_minutes if args.max_minutes else 0
+    status = train_segment(run, args, corpus)
+    best = run.m["best"]
+    print(f"[{run.key}] {status}: {len(run.m['curve'])} evals, last step {run.offset[0] if run.offset else '—'}, "
+          f"best dev F {best['score']:.4f} at step {best['step']}" if best else f"[{run.key}] {status}: no evaluation", flush=True)
+    if status != "failed":
+        return 0
+    seg = run.m["segments"][-1]
+    print(f"[{run.key}] FAILED, see {seg['dir']}/train.log:\n{seg.get('log_tail', '')[-800:]}", flush=True)
+    return 1
+
+
+def evaluate_on_test(run: Run, args, corpus: Path) -> int:
+    """Test F of the best dev checkpoint (if missing or stale; stopped runs only with
+    --evaluate-stopped) and at the time marks. RETURNS the number of failed evaluations."""
+    failed = 0
+    if run.m["best"] and stale_evaluation(run.m) and (
+            run.m["status"] in ("converged", "max steps") or args.evaluate_stopped):
+        try:
+            run.m["evaluation"] = evaluate_run(run, args, corpus)
+        except Exception as err:  # reported; the other runs go on
+            failed += 1
+            print(f"[{run.key}] evaluation FAILED: {type(err).__name__}: {err}", flush=True)
+        else:
+            run.m["evaluation"]["status_at_evaluation"] = run.m["status"]
+            run.m["evaluation"]["best_step"] = run.m["best"]["step"]
+            run.save()
+            print(f"[{run.key}] test span F {run.m['evaluation']['spans_f']:.4f} (best dev step {run.m['best']['step']})", flush=True)
+    if run.m["evaluation"]:
+        try:
+            evaluate_marks(run, args, corpus)
+        except Exception as err:
+            failed += 1
+            print(f"[{run.key}] evaluation at time marks FAILED: {type(err).__name__}: {err}", flush=True)
+    return failed
 
 
 def stale_evaluation(manifest: dict) -> bool:
