@@ -26,7 +26,8 @@ WORK/scierc/weak_inputs/size{N}/ with the pretraining commands (fewshot_parts.bu
 
 Resumable: a finished run leaves done.json and is skipped; benchmarks/results/fewshot.{json,
 md,png} are rewritten after every run; --max-minutes: no new run starts after the budget
-(rerun to continue).
+(rerun to continue). Each run records its encoder and, for a local one, a fingerprint of its
+weights (`encoder_sha`), so that a result stays tied to the weights after a folder is regenerated.
 
     python benchmarks/fewshot.py --pft 'pft/{dataset}/encoder' \\
         --weak-fine 'training/{dataset}-weak/encoder' scierc='{work}/scierc/weak_inputs/size{size}/encoder-fine' \\
@@ -156,7 +157,7 @@ def train_run(ds: str, size: str, recipe, seed: int, encoder, sample: dict, eval
     if rc:
         raise RuntimeError(f"spacy train failed (rc {rc}), see {run / 'train.log'}")
     info = {"train_seconds": round(time.time() - start, 1), "steps": steps, "eval_frequency": ef,
-            "encoder": encoder or None}
+            "encoder": encoder or None, "encoder_sha": parts.encoder_fingerprint(encoder) if encoder else None}
     model = run / "model-best"
     if recipe.kind == "sciner":
         cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(model), str(evalc / "dev.spacy"),

@@ -40,6 +40,23 @@ class Recipe:
     help: str = ""
 
 
+def encoder_fingerprint(encoder) -> Optional[str]:
+    """A short sha256 of a local encoder's weights (a Hugging Face folder's *.safetensors /
+    *.bin files, or a tok2vec weights file), so that a result names the exact encoder it
+    came from even after the folder is regenerated. None for a hub or registered name."""
+    path = Path(str(encoder)).expanduser()
+    files = [path] if path.is_file() else sorted(f for f in path.glob("*") if f.suffix in (".safetensors", ".bin")) if path.is_dir() else []
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode())
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()[:12]
+
+
 RECIPES = {}
 
 

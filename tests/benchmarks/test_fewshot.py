@@ -73,6 +73,24 @@ def test_delta_pairs_seeds():
     assert parts.delta(systems, "weak_fine") == "—"
 
 
+def test_encoder_fingerprint_follows_the_weights(tmp_path):
+    enc = tmp_path / "encoder"
+    enc.mkdir()
+    (enc / "config.json").write_text("{}")
+    assert parts.encoder_fingerprint(enc) is None  # no weights: nothing to fingerprint
+    (enc / "model.safetensors").write_bytes(b"weights-1")
+    first = parts.encoder_fingerprint(enc)
+    assert len(first) == 12 and parts.encoder_fingerprint(str(enc)) == first
+    (enc / "config.json").write_text('{"changed": 1}')  # only the weights count
+    assert parts.encoder_fingerprint(enc) == first
+    (enc / "model.safetensors").write_bytes(b"weights-2")  # regenerated weights: a new fingerprint
+    assert parts.encoder_fingerprint(enc) != first
+    weights = tmp_path / "tok2vec.bin"  # a tok2vec weights file (cnn_weak)
+    weights.write_bytes(b"weights-2")
+    assert parts.encoder_fingerprint(weights) not in (None, first)
+    assert parts.encoder_fingerprint("sciner-minilm") is None  # a registered / hub name
+
+
 def test_dev_note_keeps_data_sets_of_earlier_calls():
     """A call on one data set (its eval.json here) must not drop the dev/test sizes of data
     sets whose runs came from an earlier checkout (only the old note knows them)."""
@@ -133,6 +151,9 @@ def test_smoke_outputs(smoke, capsys):
     for size in ("10", "20"):
         hybrid, minilm = (results["runs"][f"scierc/{size}/{s}/seed0"] for s in ("hybrid", "minilm"))
         assert hybrid["encoder"] == minilm["encoder"] and Path(hybrid["encoder"]).name == Path(argv[2]).name
+        # ... and the weights' fingerprint is recorded with it (None for spaCy's ner: no encoder).
+        assert hybrid["encoder_sha"] == minilm["encoder_sha"] == parts.encoder_fingerprint(argv[2]) is not None
+        assert results["runs"][f"scierc/{size}/spacy_ner_cnn/seed0"]["encoder_sha"] is None
     config = (work / "work" / "scierc" / "size10" / "hybrid" / "seed0" / "model-best" / "config.cfg").read_text()
     assert "spacy-sciner.HybridTok2Vec.v1" in config
     for size in ("10", "20"):
