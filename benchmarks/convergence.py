@@ -30,6 +30,10 @@ Time marks (--marks, default 15 30 60 minutes of training-loop time): dev F reac
 mark, and the test F of the best checkpoint at that moment (snapshotted during training,
 calibrated and evaluated like model-best).
 
+Fixed-budget variants (``<transformer system>_decay<N>``, e.g. ``sciner_spancat_hybrid_decay2000``):
+the same system with its learning rate decaying linearly to 0 at step N, where the run ends
+(no patience), as fewshot.py trains; their own runs and rows next to the default ones.
+
 Domain pretraining of the CNN side (``*_floret``, ``*_pretrain`` systems): floret vectors and
 ``spacy pretrain`` weights built once per data set from its aux text (convergence_assets.py,
 cached under STATE/assets with their build times in assets.json) and given to the first segment.
@@ -56,7 +60,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spancat_bench  # noqa: E402  (prepare, DATA)
 from convergence_report import write_results  # noqa: E402
 from convergence_eval import evaluate_marks, evaluate_run, train_env  # noqa: E402,F401  (train_env: for fewshot, weak_cnn)
-from convergence_runs import PATIENCE_EVALS, ROOT, SYSTEMS, Run, recover, train_segment  # noqa: E402
+from convergence_runs import (PATIENCE_EVALS, ROOT, SYSTEMS, Run, base_system, known_system,  # noqa: E402,F401
+                              recover, train_segment)  # (base_system: for recipes)
 
 # ---------------------------------------------------------------------------- main
 
@@ -81,7 +86,10 @@ class Parser(argparse.ArgumentParser):
 def parse_args(argv=None):
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=None, help="scierc bionlp13cg (default), or any scripts/convert_dataset.py name")
-    p.add_argument("--systems", nargs="+", default=None, help=f"Default: all of {', '.join(SYSTEMS)}")
+    p.add_argument("--systems", nargs="+", default=None,
+                   help=f"Default: all of {', '.join(SYSTEMS)}. A transformer system + _decay<N> (e.g. "
+                        "sciner_spancat_hybrid_decay2000): that system on a fixed budget, its learning rate "
+                        "decaying linearly to 0 at step N, where it ends (no patience)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-minutes", type=float, default=0, help="Time budget of each run in this invocation (0: none); checked at evaluation points")
     p.add_argument("--max-steps", type=int, default=20000)
@@ -114,8 +122,8 @@ def parse_args(argv=None):
         if ds not in known.DATASETS:
             p.error(f"unknown dataset '{ds}' (known: {', '.join(sorted(known.DATASETS))})")
     for system in args.systems:
-        if system not in SYSTEMS:
-            p.error(f"unknown system '{system}' (known: {', '.join(SYSTEMS)})")
+        if not known_system(system):
+            p.error(f"unknown system '{system}' (known: {', '.join(SYSTEMS)}, and <transformer system>_decay<N>)")
     for name in ("max_minutes", "max_steps", "patience_evals", "eval_frequency", "warmup_steps", "batch_words", "threads"):
         value = getattr(args, name)
         if value is not None and (value < 0 or (name in ("max_steps", "batch_words") and value < 1)):
@@ -146,7 +154,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.smoke and any(SYSTEMS[s][1] for s in args.systems):
+    if args.smoke and any(SYSTEMS[base_system(s)][1] for s in args.systems):
         from spacy_sciner.testing import make_tiny_bert
 
         tiny = args.state / "tiny-bert"

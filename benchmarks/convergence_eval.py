@@ -25,6 +25,8 @@ def train_env(args) -> dict:
 
 def evaluate_run(run, args, corpus: Path, checkpoint: str = "model-best") -> dict:
     """Dev-chosen decision rule on a checkpoint (model-best: sciner also model-last), then test F."""
+    from convergence_runs import base_system  # (convergence_runs imports this module)
+
     edir = run.dir / ("eval" if checkpoint == "model-best" else f"eval-{checkpoint.replace('/', '-')}")
     shutil.rmtree(edir, ignore_errors=True)
     edir.mkdir(parents=True)
@@ -40,7 +42,7 @@ def evaluate_run(run, args, corpus: Path, checkpoint: str = "model-best") -> dic
             raise RuntimeError(f"calibrate failed: {(cal.stderr or cal.stdout)[-500:]}")
         info["calibration_log"] = cal.stdout[-1500:]
         selected = out
-    elif run.system == "spacy_spancat":
+    elif base_system(run.system) == "spacy_spancat":
         info["calibration"] = spancat_bench.tune_spancat_threshold(selected, corpus / "dev.spacy", edir / "calibrated")
         selected = edir / "calibrated"
     # spancat_bench.evaluate loads model_dir(dataset, system, work): point both names there.

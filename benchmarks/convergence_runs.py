@@ -4,6 +4,7 @@ merging a finished, stopped or interrupted segment into the run). See convergenc
 docstring for how a run stops and continues."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,30 @@ SYSTEMS = {
 EVAL_FREQUENCY = {"scierc": (50, 200), "bionlp13cg": (100, 200), "demo": (2, 2)}
 EVAL_FREQUENCY_DEFAULT = (100, 200)
 PATIENCE_EVALS = (5, 8)  # transformer; CNN (8 x 200 = spaCy's stock patience of 1600 steps)
+# Fixed-budget variants of the transformer systems, "<system>_decay<N>": the same config with the
+# learning rate warming up and then decaying linearly to 0 at step N, where the run ends (no
+# early stopping; model-best on dev as for every run). This is fewshot.py's schedule; the
+# default runs decay to 0 at --max-steps (20,000), so their rate is nearly constant when
+# patience stops them, and an annealed end may be worth more than the extra steps.
+DECAY_VARIANT = re.compile(r"^(?P<base>.+)_decay(?P<steps>[1-9][0-9]*)$")
+
+
+def base_system(name: str) -> str:
+    """The system of SYSTEMS a (possibly variant) system name trains."""
+    m = DECAY_VARIANT.match(name)
+    return m["base"] if m and m["base"] in SYSTEMS else name
+
+
+def decay_steps(name: str):
+    """N of a "<system>_decay<N>" variant, or None for a plain system."""
+    m = DECAY_VARIANT.match(name)
+    return int(m["steps"]) if m and m["base"] in SYSTEMS else None
+
+
+def known_system(name: str) -> bool:
+    """A system of SYSTEMS, or a decay variant of one of its transformer systems."""
+    base = base_system(name)
+    return base in SYSTEMS and (base == name or SYSTEMS[base][1])
 
 
 # ---------------------------------------------------------------------------- runs
@@ -73,7 +98,7 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
     run every component sourced from the saved model-last."""
     from spacy.util import load_config
 
-    config_path, transformer = SYSTEMS[run.system]
+    config_path, transformer = SYSTEMS[base_system(run.system)]
     cfg = load_config(ROOT / config_path, interpolate=False)
     st = run_settings(run, args, transformer)
     ef, patience = st["eval_frequency"], st["patience_evals"] * st["eval_frequency"]
@@ -111,7 +136,7 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
         cfg["components"]["transformer"]["model"]["name"] = st["encoder"]
     elif args.smoke:  # a small CNN for the smoke test
         cfg["components"]["tok2vec"]["model"]["encode"].update({"width": 32, "depth": 1})
-    domain = convergence_assets.overrides(run.system, run.dataset, config_path, args.state, spancat_bench.DATA, args.smoke,
+    domain = convergence_assets.overrides(base_system(run.system), run.dataset, config_path, args.state, spancat_bench.DATA, args.smoke,
                                           pretrain_epochs=st.get("pretrain_epochs", 5))
     if "vectors" in domain:  # every segment: [initialize] loads them into the vocab
         cfg["paths"]["vectors"] = domain["vectors"]
@@ -129,13 +154,14 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
 def run_settings(run: Run, args, transformer: bool) -> dict:
     """The run's training settings: fixed by its first segment (a continued run keeps them,
     whatever this invocation's flags say, with a note when they differ)."""
-    fresh = {"config": SYSTEMS[run.system][0], "eval_frequency": eval_frequency(args, run.dataset, transformer),
-             "patience_evals": args.patience_evals or PATIENCE_EVALS[0 if transformer else 1],
-             "max_steps": args.max_steps, "seed": run.seed}
+    fixed = decay_steps(run.system)  # a fixed-budget variant: no patience, ends at its N
+    fresh = {"config": SYSTEMS[base_system(run.system)][0], "eval_frequency": eval_frequency(args, run.dataset, transformer),
+             "patience_evals": 0 if fixed else args.patience_evals or PATIENCE_EVALS[0 if transformer else 1],
+             "max_steps": fixed or args.max_steps, "seed": run.seed}
     if transformer:
         fresh.update({"encoder": args.encoder, "lr": args.lr, "warmup_steps": args.warmup_steps,
                       "batch_words": args.batch_words, "schedule": "warmup_linear to 0 at max_steps"})
-    if convergence_assets.DOMAIN_PRETRAINING.get(run.system, (False, False))[1]:
+    if convergence_assets.DOMAIN_PRETRAINING.get(base_system(run.system), (False, False))[1]:
         fresh["pretrain_epochs"] = args.pretrain_epochs
     if not run.m.get("settings"):
         run.m["settings"] = fresh

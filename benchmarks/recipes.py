@@ -29,7 +29,7 @@ FAST_TARGET = 5000  # words/s on 2 cores (issue 9)
 
 def scored_model(run_dir: Path, system: str) -> Path:
     """The pipeline folder whose test F convergence.json reports."""
-    if system.startswith("sciner_spancat") or system == "spacy_spancat":
+    if system.startswith("sciner_spancat") or convergence.base_system(system) == "spacy_spancat":
         return run_dir / "eval" / "calibrated"
     return run_dir / "model-best"
 
@@ -169,7 +169,7 @@ def table(conv: dict, speeds: dict, meta: dict) -> str:
         wps = f"{speed['median']:,.0f}" + ("*" if "earlier" in speed else "") if speed else "—"
         ok = ("yes" if speed["median"] >= FAST_TARGET else "no") if speed else "—"
         test = f"{100 * s['test_spans_f']:.1f}" if s["test_spans_f"] is not None else "—"
-        trf = "yes" if convergence.SYSTEMS.get(r["system"], (None, False))[1] else "no"
+        trf = "yes" if convergence.SYSTEMS.get(convergence.base_system(r["system"]), (None, False))[1] else "no"
         # a run still in its first segment has no evaluation yet
         dev = f"{100 * s['best_dev_f']:.1f}" if s["best_dev_f"] is not None else "—"
         to_best = f"{s['best_seconds'] / 60:.0f}" if s["best_seconds"] is not None else "—"

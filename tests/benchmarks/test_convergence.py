@@ -191,3 +191,36 @@ def test_an_evaluation_of_another_best_checkpoint_is_stale():
     # Recorded before best_step was kept: stale once the status has changed.
     assert stale_evaluation({"evaluation": {"status_at_evaluation": "stopped"}, "best": best, "status": "converged"})
     assert not stale_evaluation({"evaluation": {"status_at_evaluation": "stopped"}, "best": best, "status": "stopped"})
+
+
+def test_decay_variant_names():
+    """"<transformer system>_decay<N>" is a fixed-budget variant of that system; nothing else is."""
+    assert convergence.known_system("sciner_spancat_hybrid_decay2000")
+    assert convergence.base_system("sciner_spancat_hybrid_decay2000") == "sciner_spancat_hybrid"
+    assert convergence.known_system("spacy_spancat_decay500")
+    assert convergence.base_system("sciner_spancat") == "sciner_spancat"
+    assert not convergence.known_system("spacy_ner_cnn_decay2000")  # CNN configs keep their own schedule
+    assert not convergence.known_system("nonsense_decay2000")
+    assert not convergence.known_system("sciner_spancat_decay0")
+    assert not convergence.known_system("sciner_spancat_decay")
+
+
+def test_decay_variant_trains_a_fixed_budget_to_zero_rate(tmp_path, run):
+    """A decay variant ends at its N (status "max steps", no patience) with the rate at 0 there,
+    is evaluated like its system, and gets its own run and row next to the plain one."""
+    results = tmp_path / "results"
+    res = run("--smoke", "--state", tmp_path / "state", "--results", results, "--systems", "sciner_spancat_decay6")
+    assert "[demo/sciner_spancat_decay6/seed0] max steps" in res.stdout
+    r = load(results)["demo/sciner_spancat_decay6/seed0"]
+    assert r["settings"]["max_steps"] == 6 and r["settings"]["patience_evals"] == 0
+    assert r["settings"]["config"] == "configs/sciner_spancat.cfg"
+    assert [p["step"] for p in r["curve"]][-1] == 6
+    assert "calibration_log" in r["evaluation"]  # sciner_spancat's decision rule, chosen on dev
+    from spacy.util import load_config
+
+    cfg = load_config(tmp_path / "state" / "runs" / "demo" / "sciner_spancat_decay6-seed0" / "segment-0" / "config.cfg",
+                      interpolate=False)
+    assert cfg["training"]["optimizer"]["learn_rate"]["schedule"]["total_steps"] == 6
+    assert "| demo | sciner_spancat_decay6 |" in (results / "convergence.md").read_text()
+    bad = run("--smoke", "--state", tmp_path / "state", "--systems", "spacy_ner_cnn_decay6", check=False)
+    assert bad.returncode == 2 and "unknown system 'spacy_ner_cnn_decay6'" in bad.stderr
