@@ -47,6 +47,29 @@ def test_training_budget_follows_the_config(capsys):
     assert capped[capped.index("--training.max_steps") + 1] == "30" and "--training.max_epochs" not in capped
 
 
+def test_learning_rate_does_not_reach_zero_before_the_epoch_budget_ends(tmp_path, capsys):
+    """The transformer configs' warm-up + linear decay gets total_steps = epochs x batches per
+    epoch (counted with the config's reader and batcher) where that exceeds the config's own."""
+    from spacy.tokens import Doc, DocBin
+
+    nlp = spacy.blank("en")
+    # 10 docs of 100 words, 500-word batches (tolerance 0.2): 2 batches per epoch
+    db = DocBin(docs=[Doc(nlp.vocab, words=[f"w{i}"] * 100) for i in range(10)])
+    db.to_disk(tmp_path / "train.spacy")
+    config = _config("sciner_spancat_hybrid")
+    config["training"]["optimizer"]["learn_rate"]["total_steps"] = 10
+    trf = train_script.overrides_for(config, _args(train=str(tmp_path / "train.spacy"), max_epochs=7))
+    assert trf[trf.index("--training.optimizer.learn_rate.total_steps") + 1] == "14"
+    assert "learning rate to 0 at update 14 (7 epochs x 2 batches), not at the config's 10" in capsys.readouterr().out
+    # a budget within the config's total_steps (1,000) keeps it
+    short = train_script.overrides_for(_config("sciner_spancat_hybrid"), _args(train=str(tmp_path / "train.spacy"), max_epochs=7))
+    assert "--training.optimizer.learn_rate.total_steps" not in short
+    # no file to count (spacy train reports it), or no warm-up + decay schedule: nothing changes
+    assert "--training.optimizer.learn_rate.total_steps" not in train_script.overrides_for(config, _args())
+    cnn = train_script.overrides_for(_config("sciner_spancat_cnn"), _args(train=str(tmp_path / "train.spacy")))
+    assert "--training.optimizer.learn_rate.total_steps" not in cnn
+
+
 def test_vectors_and_init_tok2vec_are_checked_before_training(tmp_path):
     with pytest.raises(SystemExit, match="no tok2vec with include_static_vectors"):
         train_script.overrides_for(_config("sciner_spancat"), _args(vectors=str(tmp_path)))
