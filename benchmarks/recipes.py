@@ -122,7 +122,8 @@ ORDER = ["sciner_spancat_hybrid", "sciner_spancat", "sciner_spancat_cnn", "scine
 def by_dataset(conv: dict) -> list:
     """Test span F per recipe (rows) and data set (columns): the mean over seeds (each seed
     listed when there are several), "stopped" where a run ended by its time budget rather than
-    by convergence, the best per data set in bold."""
+    by convergence, the update count where it ended at max_steps (a fixed-budget variant), the
+    best per data set in bold."""
     cells = {}
     for r in conv["runs"].values():
         if r["summary"]["test_spans_f"] is not None:
@@ -144,8 +145,11 @@ def by_dataset(conv: dict) -> list:
             if len(runs) > 1:
                 text += f" (seeds {', '.join(str(r['seed']) for r in runs)}: " + ", ".join(
                     f"{100 * r['summary']['test_spans_f']:.1f}" for r in runs) + ")"
-            if any(r["summary"]["status"] != "converged" for r in runs):
+            if any(r["summary"]["status"] == "stopped" for r in runs):
                 text += " (stopped)"
+            elif any(r["summary"]["status"] == "max steps" for r in runs):  # *_decay<N>: by design
+                steps = {r.get("settings", {}).get("max_steps") for r in runs}
+                text += f" ({steps.pop():,} updates)" if len(steps) == 1 and None not in steps else " (max steps)"
             row.append(text)
         lines.append(f"| {system} | " + " | ".join(row) + " |")
     return lines

@@ -202,7 +202,7 @@ def evaluate(dataset: str, system: str, corpus: Path, work: Path, model: Path = 
     # Predict from the words alone: gold never reaches the pipeline.
     bare = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold_docs]
     preds = list(nlp.pipe(bare, batch_size=64))
-    if system == "spacy_spancat":
+    if system.startswith("spacy_spancat"):  # also convergence.py's spacy_spancat_decay<N>
         # spaCy's spancat writes no doc.ents: decode its spans greedily (highest score
         # first, no overlap) so that the flat comparison is possible at all.
         for doc in preds:

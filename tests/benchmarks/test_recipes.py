@@ -150,3 +150,11 @@ def test_by_dataset_table_means_seeds_marks_stopped_runs_and_the_best():
     assert rows["sciner_spancat_hybrid"] == ["**59.3** (stopped)", "— |"]
     assert rows["sciner_spancat_cnn"] == ["—", "**74.1** (seeds 0, 1: 74.2, 74.0) |"]
     assert rows["spacy_ner_cnn"] == ["45.0 (stopped)", "70.0 |"]
+
+
+def test_a_fixed_budget_variant_is_marked_by_its_updates_not_as_stopped():
+    """A *_decay<N> run ends at max_steps by design: its cell says how many updates it had."""
+    run = {"dataset": "b", "system": "sciner_spancat_hybrid_decay2000", "seed": 0,
+           "summary": summary(0.793, "max steps"), "settings": {"max_steps": 2000}}
+    lines = recipes.by_dataset({"runs": {"x": run}})
+    assert lines[2] == "| sciner_spancat_hybrid_decay2000 | **79.3** (2,000 updates) |"
