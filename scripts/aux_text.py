@@ -1,9 +1,9 @@
 """Write the unlabeled aux text of a data set's domain into one file, one line per sentence.
 
-    python scripts/aux_text.py DATASET DATA_DIR OUTPUT [--limit N]
+    python scripts/aux_text.py DATASET DATA_DIR OUTPUT [--limit N] [--domain auto|bio|cs]
 
 The files are those `scripts/aux.py` picks for the data set (CS text for SciERC and CrossNER,
-biomedical text for the biomedical sets). Lines are cleaned as `sciner mine` cleans them
+biomedical text for the biomedical sets; `--domain` for a data set of your own). Lines are cleaned as `sciner mine` cleans them
 (invalid UTF-8 and control characters replaced, empty lines dropped) and written atomically.
 `spacy pretrain` reads the result through `spacy-sciner.TextLines.v1` (--paths.raw_text).
 """
@@ -13,19 +13,20 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from aux import DOMAIN  # noqa: E402
+from aux import domain_of  # noqa: E402
 
 from spacy_sciner.mining.text import ReadStats, read_documents  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", choices=sorted(DOMAIN))
+    parser.add_argument("dataset")
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--limit", type=int, default=0, help="first N lines in all (0 = all)")
+    parser.add_argument("--domain", default="auto", help="auto (from DATASET), bio or cs")
     args = parser.parse_args()
-    files = [args.data_dir / "aux" / name / "text.txt" for name in DOMAIN[args.dataset]]
+    files = [args.data_dir / "aux" / name / "text.txt" for name in domain_of(args.dataset, args.domain)]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         sys.exit(f"aux text not found: {', '.join(missing)}")

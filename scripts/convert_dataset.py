@@ -2,10 +2,14 @@
 
     python scripts/convert_dataset.py DATASET DATA_DIR OUTPUT_DIR
 
-DATASET is one of the names in DATASETS below; OUTPUT_DIR receives train.spacy,
-dev.spacy and test.spacy with gold spans in doc.spans["sc"] and flat gold in doc.ents.
-Your own data: use `python -m spacy_sciner convert` directly (see README).
+DATASET is one of the names in DATASETS below, or your own data set: a folder
+DATA_DIR/DATASET holding train, dev and test in one format, told apart by their names
+(OWN_LAYOUTS: train.json/.jsonl SciERC JSON; train.tsv/.txt/.conll/.iob/.bio CoNLL, the tag
+scheme detected; train/ a BRAT folder). OUTPUT_DIR receives train.spacy, dev.spacy and
+test.spacy with gold spans in doc.spans["sc"] and flat gold in doc.ents. Other layouts:
+`python -m spacy_sciner convert` file by file (see README).
 """
+import re
 import sys
 from pathlib import Path
 
@@ -23,17 +27,43 @@ DATASETS = {
     "crossner_ai": ("conll", "crossner_ai/{split}.txt"),
     "crossner_science": ("conll", "crossner_science/{split}.txt"),
 }
+# Your own data set (a name not in DATASETS): DATA_DIR/NAME/{split}<suffix>, the first suffix
+# whose train file exists decides the format; dev and test must then have the same suffix.
+OWN_LAYOUTS = [(".json", "scierc"), (".jsonl", "scierc"), (".tsv", "conll"), (".txt", "conll"),
+               (".conll", "conll"), (".iob", "conll"), (".bio", "conll"), ("", "brat")]
+SPLITS = ("train", "dev", "test")
+
+
+def own_dataset(dataset: str, data_dir: str):
+    """(format, {split: path}) of a data set of your own under DATA_DIR/DATASET; exits with
+    one line naming what was looked for where the folder or its train split is missing."""
+    known = f"Known data sets: {', '.join(sorted(DATASETS))}"
+    if not re.fullmatch(r"[A-Za-z0-9_]+", dataset):
+        sys.exit(f"error: unknown dataset '{dataset}'. {known}; your own: letters, digits and _ only "
+                 f"(it names the package)")
+    folder = Path(data_dir) / dataset
+    if not folder.is_dir():
+        sys.exit(f"error: unknown dataset '{dataset}' and no folder {folder} for your own data. {known}; "
+                 f"your own: put train/dev/test files in {folder} (README, 'Your own data')")
+    for suffix, fmt in OWN_LAYOUTS:
+        train = folder / f"train{suffix}"
+        if train.is_file() or (fmt == "brat" and train.is_dir()):
+            return fmt, {split: folder / f"{split}{suffix}" for split in SPLITS}
+    tried = ", ".join(f"train{suffix or '/'}" for suffix, _ in OWN_LAYOUTS)
+    sys.exit(f"error: {folder}: no training data found (looked for {tried})")
 
 
 def main(dataset: str, data_dir: str, output_dir: str) -> None:
     from spacy_sciner.corpora import convert
     from spacy_sciner.corpora.common import CorpusFormatError
 
-    if dataset not in DATASETS:
-        sys.exit(f"error: unknown dataset '{dataset}'. Known: {', '.join(sorted(DATASETS))}")
-    fmt, pattern = DATASETS[dataset]
-    base = Path(".") if pattern.startswith("assets/") else Path(data_dir)
-    paths = {split: base / pattern.format(split=split) for split in ("train", "dev", "test")}
+    if dataset in DATASETS:
+        fmt, pattern = DATASETS[dataset]
+        base = Path(".") if pattern.startswith("assets/") else Path(data_dir)
+        paths = {split: base / pattern.format(split=split) for split in SPLITS}
+    else:
+        fmt, paths = own_dataset(dataset, data_dir)
+        base = Path(data_dir)
     # Every input is checked before any conversion: one line, not a traceback mid-way.
     if not base.is_dir():
         sys.exit(
@@ -46,8 +76,9 @@ def main(dataset: str, data_dir: str, output_dir: str) -> None:
     out = Path(output_dir)
     for split, path in paths.items():
         try:
-            # One Doc per sentence everywhere (the demo's BRAT files hold one sentence per line).
-            stats = convert(path, out / f"{split}.spacy", fmt, doc_unit="line" if fmt == "brat" else "sentence")
+            # One Doc per sentence (the demo's BRAT files hold one sentence per line); BRAT
+            # of your own: one Doc per file, so that no entity is cut at a line break.
+            stats = convert(path, out / f"{split}.spacy", fmt, doc_unit="line" if dataset == "demo" else "sentence")
         except CorpusFormatError as err:
             sys.exit(f"error: {err}")
         print(f"{dataset}/{split}: {stats.docs} docs, {stats.entities} gold spans -> {out / f'{split}.spacy'}")
