@@ -33,6 +33,8 @@ calibrated and evaluated like model-best).
 Fixed-budget variants (``<transformer system>_decay<N>``, e.g. ``sciner_spancat_hybrid_decay2000``):
 the same system with its learning rate decaying linearly to 0 at step N, where the run ends
 (no patience), as fewshot.py trains; their own runs and rows next to the default ones.
+``<transformer system>_decay<N>_lr<X>`` (e.g. ``sciner_spancat_hybrid_decay2000_lr2e-4``): the
+same with peak learning rate X instead of --lr.
 
 Domain pretraining of the CNN side (``*_floret``, ``*_pretrain`` systems): floret vectors and
 ``spacy pretrain`` weights built once per data set from its aux text (convergence_assets.py,
@@ -89,7 +91,8 @@ def parse_args(argv=None):
     p.add_argument("--systems", nargs="+", default=None,
                    help=f"Default: all of {', '.join(SYSTEMS)}. A transformer system + _decay<N> (e.g. "
                         "sciner_spancat_hybrid_decay2000): that system on a fixed budget, its learning rate "
-                        "decaying linearly to 0 at step N, where it ends (no patience)")
+                        "decaying linearly to 0 at step N, where it ends (no patience); + _lr<X> (e.g. _decay2000_lr2e-4): "
+                        "peak rate X instead of --lr")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-minutes", type=float, default=0, help="Time budget of each run in this invocation (0: none); checked at evaluation points")
     p.add_argument("--max-steps", type=int, default=20000)
@@ -123,7 +126,7 @@ def parse_args(argv=None):
             p.error(f"unknown dataset '{ds}' (known: {', '.join(sorted(known.DATASETS))})")
     for system in args.systems:
         if not known_system(system):
-            p.error(f"unknown system '{system}' (known: {', '.join(SYSTEMS)}, and <transformer system>_decay<N>)")
+            p.error(f"unknown system '{system}' (known: {', '.join(SYSTEMS)}, and <transformer system>_decay<N>[_lr<X>])")
     for name in ("max_minutes", "max_steps", "patience_evals", "eval_frequency", "warmup_steps", "batch_words", "threads"):
         value = getattr(args, name)
         if value is not None and (value < 0 or (name in ("max_steps", "batch_words") and value < 1)):

@@ -44,7 +44,9 @@ PATIENCE_EVALS = (5, 8)  # transformer; CNN (8 x 200 = spaCy's stock patience of
 # early stopping; model-best on dev as for every run). This is fewshot.py's schedule; the
 # default runs decay to 0 at --max-steps (20,000), so their rate is nearly constant when
 # patience stops them, and an annealed end may be worth more than the extra steps.
-DECAY_VARIANT = re.compile(r"^(?P<base>.+)_decay(?P<steps>[1-9][0-9]*)$")
+# "<system>_decay<N>_lr<X>" (e.g. sciner_spancat_hybrid_decay2000_lr2e-4): the same with peak
+# rate X instead of --lr, its own runs and rows (a learning-rate choice made on dev).
+DECAY_VARIANT = re.compile(r"^(?P<base>.+)_decay(?P<steps>[1-9][0-9]*)(?:_lr(?P<lr>[1-9](?:\.[0-9]+)?e-[0-9]+))?$")
 
 
 def base_system(name: str) -> str:
@@ -57,6 +59,12 @@ def decay_steps(name: str):
     """N of a "<system>_decay<N>" variant, or None for a plain system."""
     m = DECAY_VARIANT.match(name)
     return int(m["steps"]) if m and m["base"] in SYSTEMS else None
+
+
+def variant_lr(name: str):
+    """X of a "<system>_decay<N>_lr<X>" variant, or None."""
+    m = DECAY_VARIANT.match(name)
+    return float(m["lr"]) if m and m["base"] in SYSTEMS and m["lr"] else None
 
 
 def known_system(name: str) -> bool:
@@ -159,7 +167,7 @@ def run_settings(run: Run, args, transformer: bool) -> dict:
              "patience_evals": 0 if fixed else args.patience_evals or PATIENCE_EVALS[0 if transformer else 1],
              "max_steps": fixed or args.max_steps, "seed": run.seed}
     if transformer:
-        fresh.update({"encoder": args.encoder, "lr": args.lr, "warmup_steps": args.warmup_steps,
+        fresh.update({"encoder": args.encoder, "lr": variant_lr(run.system) or args.lr, "warmup_steps": args.warmup_steps,
                       "batch_words": args.batch_words, "schedule": "warmup_linear to 0 at max_steps"})
     if convergence_assets.DOMAIN_PRETRAINING.get(base_system(run.system), (False, False))[1]:
         fresh["pretrain_epochs"] = args.pretrain_epochs

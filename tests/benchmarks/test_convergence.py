@@ -9,6 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import convergence  # noqa: E402
+import convergence_runs  # noqa: E402
 
 
 @pytest.fixture
@@ -203,6 +204,25 @@ def test_decay_variant_names():
     assert not convergence.known_system("nonsense_decay2000")
     assert not convergence.known_system("sciner_spancat_decay0")
     assert not convergence.known_system("sciner_spancat_decay")
+    # a learning-rate variant: its own system name, the rate taken from the name
+    assert convergence.base_system("sciner_spancat_hybrid_decay2000_lr2e-4") == "sciner_spancat_hybrid"
+    assert convergence_runs.variant_lr("sciner_spancat_hybrid_decay2000_lr2e-4") == 2e-4
+    assert convergence_runs.decay_steps("sciner_spancat_hybrid_decay2000_lr5.5e-5") == 2000
+    assert convergence_runs.variant_lr("sciner_spancat_hybrid_decay2000") is None
+    assert not convergence.known_system("sciner_spancat_decay2000_lr")
+    assert not convergence.known_system("sciner_spancat_decay2000_lr0.1")
+    assert not convergence.known_system("spacy_ner_cnn_decay2000_lr2e-4")
+
+
+def test_lr_variant_settings(tmp_path):
+    """A _lr<X> variant trains at X whatever --lr says; its plain sibling at --lr; both end at N."""
+    args = convergence.parse_args(["--datasets", "scierc", "--lr", "1e-4"])
+    lr_run = convergence_runs.Run(tmp_path, "scierc", "sciner_spancat_hybrid_decay2000_lr2e-4", 0)
+    plain = convergence_runs.Run(tmp_path, "scierc", "sciner_spancat_hybrid_decay2000", 0)
+    lr_settings = convergence_runs.run_settings(lr_run, args, transformer=True)
+    assert lr_settings["lr"] == 2e-4 and lr_settings["max_steps"] == 2000 and lr_settings["patience_evals"] == 0
+    assert convergence_runs.run_settings(plain, args, transformer=True)["lr"] == 1e-4
+    assert lr_run.dir != plain.dir
 
 
 def test_decay_variant_trains_a_fixed_budget_to_zero_rate(tmp_path, run):
