@@ -33,6 +33,8 @@ calibrated and evaluated like model-best).
 Fixed-budget variants (``<transformer system>_decay<N>``, e.g. ``sciner_spancat_hybrid_decay2000``):
 the same system with its learning rate decaying linearly to 0 at step N, where the run ends
 (no patience), as fewshot.py trains; their own runs and rows next to the default ones.
+``sciner_spancat_hybrid_ends``: the hybrid with a different span vector (max pooling + the
+boundary tokens' vectors + a span-width embedding; convergence_runs.SPAN_HEAD), an ablation.
 ``<transformer system>_decay<N>_lr<X>`` (e.g. ``sciner_spancat_hybrid_decay2000_lr2e-4``): the
 same with peak learning rate X instead of --lr.
 

@@ -244,3 +244,30 @@ def test_decay_variant_trains_a_fixed_budget_to_zero_rate(tmp_path, run):
     assert "| demo | sciner_spancat_decay6 |" in (results / "convergence.md").read_text()
     bad = run("--smoke", "--state", tmp_path / "state", "--systems", "spacy_ner_cnn_decay6", check=False)
     assert bad.returncode == 2 and "unknown system 'spacy_ner_cnn_decay6'" in bad.stderr
+
+
+def test_span_head_variant_config(tmp_path):
+    """sciner_spancat_hybrid_ends trains the hybrid config with its span vector changed (max
+    pooling + boundary tokens + a width embedding), and its config still resolves; the plain
+    hybrid keeps SEPT's max pooling."""
+    from spacy.util import load_config
+    from thinc.api import noop
+
+    from spacy_sciner.spancat.model import build_span_categorizer
+
+    args = convergence.parse_args(["--datasets", "scierc"])
+    args.deadline = 0
+    configs = {}
+    for system in ("sciner_spancat_hybrid_ends_decay2000", "sciner_spancat_hybrid_decay2000"):
+        seg = tmp_path / system
+        seg.mkdir()
+        path = convergence_runs.run_config(convergence_runs.Run(tmp_path, "scierc", system, 0), args, tmp_path, seg)
+        configs[system] = load_config(path, interpolate=False)
+    ends = configs["sciner_spancat_hybrid_ends_decay2000"]["components"]["sciner_spancat"]["model"]
+    plain = configs["sciner_spancat_hybrid_decay2000"]["components"]["sciner_spancat"]["model"]
+    assert (ends["reducer"], ends["width_embedding"]) == ("max_endpoints", 32)
+    assert (plain["reducer"], plain["width_embedding"]) == ("max", 0)
+    # The listener needs a pipeline to resolve; the head's settings alone build a model:
+    settings = {k: v for k, v in ends.items() if k not in ("tok2vec", "@architectures")}
+    model = build_span_categorizer(noop(), **settings)
+    assert model.get_ref("span_encoder").attrs["reducer"] == "max_endpoints"
