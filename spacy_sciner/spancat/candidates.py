@@ -11,7 +11,8 @@ the candidate set shrinks (train+dev gold spans no candidate can reach: SciERC 0
 BioNLP13CG 0.24%, CrossNER AI 0.05%, NCBI-disease 0.02%).
 
 Without a suggester every span of ``1..max_span_length`` tokens is a candidate; inference
-then takes the max-pooling fast path of ``model.iter_span_vectors`` and applies
+then takes the incremental fast path of ``model.iter_span_vectors`` (reducers "max",
+"endpoints", "max_endpoints") and applies
 ``EdgeRule.mask`` to its rows.
 """
 from typing import Callable, Iterable, List, Optional

@@ -47,6 +47,9 @@ REDUCERS = {
     "endpoints": (lambda: concatenate(reduce_first(), reduce_last()), 2),
     "max_endpoints": (lambda: concatenate(reduce_max(), reduce_first(), reduce_last()), 3),
 }
+# The reducers whose span vectors inference builds without gathering a span's tokens
+# (iter_span_vectors): the parts REDUCERS concatenates, in its order.
+INCREMENTAL_PARTS = {"max": ("max",), "endpoints": ("first", "last"), "max_endpoints": ("max", "first", "last")}
 
 
 @registry.architectures("spacy-sciner.SpanCategorizer.v1")
@@ -216,11 +219,12 @@ def iter_span_vectors(
     """Vectors of candidate spans, chunk by chunk, for inference.
 
     Without ``rows`` the candidates are every span of 1..max_width tokens that ``keep``
-    accepts (e.g. ``candidates.EdgeRule.mask``). With the "max" reducer they are pooled
-    incrementally, width by width (max over w tokens = max(max over the first w - 1,
-    the w-th token)), so no span's tokens are gathered: ~4x less memory traffic than
-    ``encoder.predict``, same numbers. Given ``rows`` (a suggester's spans) or another
-    reducer, ``encoder.predict`` runs on chunks of gathered spans. Chunks hold
+    accepts (e.g. ``candidates.EdgeRule.mask``). With the "max", "endpoints" and
+    "max_endpoints" reducers they are built width by width (max over w tokens = max(max
+    over the first w - 1, the w-th token); the boundary tokens are two rows), so no span's
+    tokens are gathered: ~4x less memory traffic than ``encoder.predict``, same numbers.
+    Given ``rows`` (a suggester's spans) or a pooling reducer ("mean", "mean_max"),
+    ``encoder.predict`` runs on chunks of gathered spans. Chunks hold
     ``chunk_size`` spans (the last one fewer), of one or several widths.
 
     encoder (Model): A span encoder from ``build_span_encoder``.
@@ -236,7 +240,7 @@ def iter_span_vectors(
     """
     ops = encoder.ops
     n_tokens = int(doc_lengths.sum())
-    if rows is not None or encoder.attrs["reducer"] != "max":
+    if rows is not None or encoder.attrs["reducer"] not in INCREMENTAL_PARTS:
         yield from _gathered_span_vectors(encoder, tokens, doc_lengths, max_width, chunk_size, rows, keep)
         return
     # Tokens left in the doc from each position: a span of width w may start at g only
@@ -259,7 +263,8 @@ def iter_span_vectors(
         while len(starts):
             part, starts = starts[: chunk_size - held], starts[chunk_size - held :]
             held_rows.append(numpy.stack([part, part + width], axis=1).astype("i"))
-            pieces.append(_width_vectors(ops, running, part, embed, encoder.attrs["width_buckets"], width))
+            parts = INCREMENTAL_PARTS[encoder.attrs["reducer"]]
+            pieces.append(_width_vectors(ops, running, tokens, part, parts, embed, encoder.attrs["width_buckets"], width))
             held += len(part)
             if held == chunk_size:
                 yield _flush(ops, held_rows, pieces)
@@ -278,7 +283,7 @@ def _gathered_span_vectors(
     keep: Optional[Callable[[numpy.ndarray], numpy.ndarray]],
 ) -> Iterator[Tuple[numpy.ndarray, Floats2d]]:
     """``iter_span_vectors`` by ``encoder.predict`` on chunks of gathered spans: for a
-    suggester's rows or a reducer other than "max". Same arguments and chunks."""
+    suggester's rows or a pooling reducer. Same arguments and chunks."""
     ops = encoder.ops
     if rows is None:
         candidates = enumerate_batch(doc_lengths, max_width)
@@ -291,14 +296,19 @@ def _gathered_span_vectors(
         yield chunk, encoder.predict((all_tokens, Ragged(ops.asarray2i(chunk), ops.asarray1i([len(chunk)]))))
 
 
-def _width_vectors(ops, running: Floats2d, starts: numpy.ndarray, embed, width_buckets: int, width: int) -> Floats2d:
-    """Max-pooled vectors of the spans of one width at ``starts`` (rows of ``running``,
-    the running max over ``width`` tokens), with the width embedding if there is one."""
-    vectors = running[ops.asarray1i(starts)]  # a gather: a copy, safe from later maxima
-    if embed is None:
-        return vectors
-    bucket = min(width, width_buckets) - 1
-    return ops.xp.hstack([vectors, ops.xp.repeat(embed[bucket : bucket + 1], len(starts), axis=0)])
+def _width_vectors(
+    ops, running: Floats2d, tokens: Floats2d, starts: numpy.ndarray, parts, embed, width_buckets: int, width: int
+) -> Floats2d:
+    """Vectors of the spans of one width at ``starts``: the ``parts`` ("max": rows of
+    ``running``, the running max over ``width`` tokens; "first"/"last": the boundary
+    tokens' rows), with the width embedding if there is one."""
+    at = ops.asarray1i(starts)
+    rows = {"max": running, "first": tokens, "last": tokens[width - 1 :]}
+    vectors = [rows[part][at] for part in parts]  # gathers: copies, safe from later maxima
+    if embed is not None:
+        bucket = min(width, width_buckets) - 1
+        vectors.append(ops.xp.repeat(embed[bucket : bucket + 1], len(starts), axis=0))
+    return vectors[0] if len(vectors) == 1 else ops.xp.hstack(vectors)
 
 
 def _flush(ops, rows: List[numpy.ndarray], pieces: List[Floats2d]) -> Tuple[numpy.ndarray, Floats2d]:

@@ -100,7 +100,10 @@ def test_bad_sizes(kwargs):
         build_span_categorizer(tok2vec(), **kwargs)
 
 
-@pytest.mark.parametrize("reducer,width_embedding", [("max", 0), ("max", 3), ("mean", 0)])
+@pytest.mark.parametrize(
+    "reducer,width_embedding",
+    [("max", 0), ("max", 3), ("mean", 0), ("endpoints", 0), ("max_endpoints", 0), ("max_endpoints", 3), ("mean_max", 2)],
+)
 def test_inference_pooling_matches_the_training_encoder(reducer, width_embedding):
     lengths = numpy.asarray([5, 0, 1, 9, 3], dtype="i")
     X = Ragged(numpy.random.default_rng(1).normal(size=(lengths.sum(), 4)).astype("f"), lengths)
