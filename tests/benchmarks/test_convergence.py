@@ -242,6 +242,13 @@ def test_decay_variant_trains_a_fixed_budget_to_zero_rate(tmp_path, run):
                       interpolate=False)
     assert cfg["training"]["optimizer"]["learn_rate"]["schedule"]["total_steps"] == 6
     assert "| demo | sciner_spancat_decay6 |" in (results / "convergence.md").read_text()
+    # The span-vector ablation trains, calibrates and evaluates end to end, and says what it changed.
+    run("--smoke", "--state", tmp_path / "state", "--results", results, "--systems", "sciner_spancat_hybrid_ends_decay6")
+    ends = load(results)["demo/sciner_spancat_hybrid_ends_decay6/seed0"]
+    assert ends["status"] == "max steps" and 0.0 <= ends["evaluation"]["spans_f"] <= 1.0
+    report = (results / "convergence.md").read_text()
+    assert '  - span vector: [components.sciner_spancat.model] {"reducer": "max_endpoints", "width_embedding": 32}' in report
+    assert report.count("span vector:") == 1  # not for the plain system
     bad = run("--smoke", "--state", tmp_path / "state", "--systems", "spacy_ner_cnn_decay6", check=False)
     assert bad.returncode == 2 and "unknown system 'spacy_ner_cnn_decay6'" in bad.stderr
 
