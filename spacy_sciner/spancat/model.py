@@ -246,13 +246,15 @@ def iter_span_vectors(
     # Tokens left in the doc from each position: a span of width w may start at g only
     # if remaining[g] >= w (rows of `running` past that hold cross-doc garbage, unused).
     remaining = numpy.repeat(numpy.cumsum(doc_lengths), doc_lengths) - numpy.arange(n_tokens)
-    running = ops.xp.array(tokens, copy=True)
+    parts = INCREMENTAL_PARTS[encoder.attrs["reducer"]]
+    # The running max over each width (only where the reducer pools by max).
+    running = ops.xp.array(tokens, copy=True) if "max" in parts else None
     embed = encoder.layers[1].get_param("E") if len(encoder.layers) > 1 else None
     # Chunks are filled across widths: the filter and the MLP then run a few times per
     # batch, not once per width (on a GPU each run is a dozen kernel launches).
     held_rows, pieces, held = [], [], 0
     for width in range(1, max_width + 1):
-        if width > 1:
+        if width > 1 and running is not None:
             head = running[: n_tokens - width + 1]
             ops.xp.maximum(head, tokens[width - 1 :], out=head)
         starts = numpy.flatnonzero(remaining >= width)
@@ -263,7 +265,6 @@ def iter_span_vectors(
         while len(starts):
             part, starts = starts[: chunk_size - held], starts[chunk_size - held :]
             held_rows.append(numpy.stack([part, part + width], axis=1).astype("i"))
-            parts = INCREMENTAL_PARTS[encoder.attrs["reducer"]]
             pieces.append(_width_vectors(ops, running, tokens, part, parts, embed, encoder.attrs["width_buckets"], width))
             held += len(part)
             if held == chunk_size:
