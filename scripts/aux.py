@@ -18,7 +18,7 @@ from pathlib import Path
 CS = ["CSAbstruct-text", "ACL-ARC-citations-text", "SciCite-text"]
 BIO = ["AnatEM-text", "BC2GM-text", "linnaeus-text", "Ex-PTM-text", "CRAFT-text", "JNLPBA-text"]
 DOMAIN = {
-    "demo": CS, "scierc": CS, "scierc_conll": CS, "crossner_ai": CS, "crossner_science": CS,
+    "demo": CS, "scierc": CS, "scierc_conll": CS, "scierc_doc": CS, "crossner_ai": CS, "crossner_science": CS,
     "bionlp13cg": BIO, "bionlp11id": BIO, "ncbi_disease": BIO, "bc5cdr": BIO,
 }
 

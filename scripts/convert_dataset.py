@@ -20,6 +20,9 @@ DATASETS = {
     "demo": ("brat", "assets/demo/{split}"),
     "scierc": ("scierc", "scierc/{split}.json"),
     "scierc_conll": ("conll", "scierc/conll/{split}.txt"),
+    # The same abstracts, one Doc per abstract (sentence starts kept): the encoder reads each
+    # sentence with its neighbours (cross-sentence context, as PURE does for SciERC).
+    "scierc_doc": ("scierc", "scierc/{split}.json"),
     "bionlp13cg": ("conll", "BioNLP13CG/{split}.tsv"),
     "bionlp11id": ("conll", "BioNLP11ID/{split}.tsv"),
     "ncbi_disease": ("conll", "NCBI-disease/{split}.tsv"),
@@ -32,6 +35,8 @@ DATASETS = {
 OWN_LAYOUTS = [(".json", "scierc"), (".jsonl", "scierc"), (".tsv", "conll"), (".txt", "conll"),
                (".conll", "conll"), (".iob", "conll"), (".bio", "conll"), ("", "brat")]
 SPLITS = ("train", "dev", "test")
+# Doc unit of a data set where it is not "sentence" (the demo's BRAT files: one sentence a line).
+DOC_UNIT = {"demo": "line", "scierc_doc": "document"}
 
 
 def own_dataset(dataset: str, data_dir: str):
@@ -76,9 +81,9 @@ def main(dataset: str, data_dir: str, output_dir: str) -> None:
     out = Path(output_dir)
     for split, path in paths.items():
         try:
-            # One Doc per sentence (the demo's BRAT files hold one sentence per line); BRAT
-            # of your own: one Doc per file, so that no entity is cut at a line break.
-            stats = convert(path, out / f"{split}.spacy", fmt, doc_unit="line" if dataset == "demo" else "sentence")
+            # One Doc per sentence unless DOC_UNIT says otherwise; BRAT of your own: one Doc
+            # per file, so that no entity is cut at a line break.
+            stats = convert(path, out / f"{split}.spacy", fmt, doc_unit=DOC_UNIT.get(dataset, "sentence"))
         except CorpusFormatError as err:
             sys.exit(f"error: {err}")
         print(f"{dataset}/{split}: {stats.docs} docs, {stats.entities} gold spans -> {out / f'{split}.spacy'}")

@@ -98,3 +98,19 @@ def test_aux_domain_for_own_dataset(tmp_path, domain, expected):
     refused = subprocess.run([sys.executable, str(aux), "my_set", str(tmp_path), "--", "true"],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "--vars.domain bio or cs" in refused.stderr
+
+
+def test_scierc_doc_is_one_doc_per_abstract_with_sentence_starts(tmp_path):
+    record = {"doc_key": "A1", "sentences": [["We", "use", "BERT", "."], ["It", "parses", "text", "."]],
+              "ner": [[[2, 2, "Method"]], [[6, 6, "Material"]]], "relations": [[], []]}
+    (tmp_path / "data" / "scierc").mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        (tmp_path / "data" / "scierc" / f"{split}.json").write_text(json.dumps(record) + "\n")
+    for dataset, n_docs in (("scierc_doc", 1), ("scierc", 2)):
+        result = convert(dataset, tmp_path / "data", tmp_path / dataset)
+        assert result.returncode == 0, result.stderr
+        docs = list(DocBin().from_disk(tmp_path / dataset / "dev.spacy").get_docs(spacy.blank("en").vocab))
+        assert len(docs) == n_docs
+    doc = list(DocBin().from_disk(tmp_path / "scierc_doc" / "dev.spacy").get_docs(spacy.blank("en").vocab))[0]
+    assert [s.text for s in doc.sents] == ["We use BERT .", "It parses text ."]
+    assert [(s.text, s.label_) for s in doc.spans["sc"]] == [("BERT", "Method"), ("text", "Material")]

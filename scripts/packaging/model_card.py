@@ -32,6 +32,13 @@ DATASETS: Dict[str, Dict[str, str]] = {
         "license": "unknown",
         "terms": "no data license stated by the copies used (see shared/data/scierc/README.md)",
     },
+    "scierc_doc": {
+        "name": "SciERC (one Doc per abstract)",
+        "url": "http://nlp.cs.washington.edu/sciIE/",
+        "author": "Luan et al. 2018",
+        "license": "unknown",
+        "terms": "no data license stated by the copies used (see shared/data/scierc/README.md)",
+    },
     "scierc_conll": {
         "name": "SciERC (CoNLL, SciBERT copy)",
         "url": "https://github.com/allenai/scibert",

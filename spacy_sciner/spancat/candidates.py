@@ -6,7 +6,10 @@ never right). Unless ``allow_punct_edges``, a punctuation-only edge token exclud
 too (``'BERT ,'``, ``'. We'``), except a bracket or quote whose partner lies inside the
 span: ``'support vector machine ( SVM )'`` stays a candidate (1.9% of SciERC's and 0.4%
 of BioNLP13CG's train+dev gold spans end in a closing bracket), ``'( SVM'`` does not.
-Gold spans are still trained on and still count in recall whatever their edges: only
+A candidate never crosses a sentence boundary set on the doc (one Doc per abstract with
+sentence starts, or a pipeline with a parser or senter before the component): no entity of
+the data sets here does, and a doc of several sentences then has the candidates of its
+sentences alone, with the context of all of them. Gold spans are still trained on and still count in recall whatever their edges: only
 the candidate set shrinks (train+dev gold spans no candidate can reach: SciERC 0.03%,
 BioNLP13CG 0.24%, CrossNER AI 0.05%, NCBI-disease 0.02%).
 
@@ -18,7 +21,7 @@ then takes the incremental fast path of ``model.iter_span_vectors`` (reducers "m
 from typing import Callable, Iterable, List, Optional
 
 import numpy
-from spacy.attrs import IS_PUNCT, IS_SPACE, ORTH
+from spacy.attrs import IS_PUNCT, IS_SPACE, ORTH, SENT_START
 from spacy.strings import get_string_id
 from spacy.tokens import Doc
 from thinc.api import NumpyOps
@@ -46,6 +49,10 @@ class EdgeRule:
         docs = list(docs)
         flags = [doc.to_array([IS_SPACE, IS_PUNCT, ORTH]).reshape(-1, 3) for doc in docs if len(doc)]
         flags = numpy.concatenate(flags) if flags else numpy.zeros((0, 3), dtype="uint64")
+        # Sentence number of each token: SENT_START is 1 at a start, -1 inside, 0 unset (a
+        # doc without sentence boundaries is one sentence).
+        starts = [doc.to_array([SENT_START]).reshape(-1).astype("int64") == 1 for doc in docs if len(doc)]
+        self.sent = numpy.cumsum(numpy.concatenate(starts)) if starts else numpy.zeros(0, dtype="int64")
         self.space = flags[:, 0].astype(bool)
         punct = flags[:, 1].astype(bool) & (not allow_punct_edges)
         self.opening = punct & numpy.isin(flags[:, 2], OPENING_IDS)
@@ -72,6 +79,7 @@ class EdgeRule:
         ok &= ~(self.closing[start] & ~self.opening[start]) & ~(self.opening[last] & ~self.closing[last])
         ok &= ~self.opening[start] | (self._closed[end] - self._closed[start + 1] > 0)
         ok &= ~self.closing[last] | (self._opened[last] - self._opened[start] > 0)
+        ok &= self.sent[start] == self.sent[last]
         return ok
 
 

@@ -147,6 +147,40 @@ def test_edge_rule_on_suggested_and_nested_brackets():
     assert rule.mask(rows).tolist() == [True, False, False, True, True, False, False, True]
 
 
+def test_edge_rule_keeps_candidates_inside_sentences():
+    nlp = spacy.blank("en")
+    words = ["we", "use", "bert", ".", "it", "works", "well"]
+    two = Doc(nlp.vocab, words=words, sent_starts=[True, False, False, False, True, False, False])
+    rows = numpy.asarray([[0, 3], [2, 5], [3, 5], [4, 7], [1, 6]], dtype="i")
+    assert EdgeRule([two], allow_punct_edges=False).mask(rows).tolist() == [True, False, False, True, False]
+    # Without sentence boundaries (and in a doc of one sentence) nothing changes.
+    one = Doc(nlp.vocab, words=words)
+    assert EdgeRule([one], allow_punct_edges=False).mask(rows).tolist() == [True, True, False, True, True]
+    # Rows index the concatenation of several docs: each keeps its own sentences.
+    rule = EdgeRule([one, two], allow_punct_edges=False)
+    assert rule.mask(rows + 7).tolist() == [True, False, False, True, False]
+    assert rule.mask(rows).tolist() == [True, True, False, True, True]
+
+
+def test_candidates_and_predictions_stay_inside_sentences(trained_nlp):
+    pipe = trained_nlp.get_pipe("sciner_spancat")
+    text = TRAIN_DATA[0][0] + " " + TRAIN_DATA[1][0]
+    doc = trained_nlp.make_doc(text)
+    first = len(trained_nlp.make_doc(TRAIN_DATA[0][0]))
+    for i, token in enumerate(doc):
+        token.is_sent_start = i in (0, first)
+    doc = trained_nlp.get_pipe("transformer")(doc)
+    rows = numpy.asarray(pipe.score_candidates([doc], prune=False).spans.dataXd)
+    assert len(rows) and not ((rows[:, 0] < first) & (rows[:, 1] > first)).any()
+    old = pipe.cfg["threshold"]
+    try:
+        pipe.cfg["threshold"] = 0.0  # output every kept candidate (the incremental path)
+        spans = pipe(doc).spans["sc"]
+        assert len(spans) and all(span.start >= first or span.end <= first for span in spans)
+    finally:
+        pipe.cfg["threshold"] = old
+
+
 def test_ents_never_start_or_end_with_whitespace(trained_nlp):
     pipe = trained_nlp.get_pipe("sciner_spancat")
     old = pipe.cfg["threshold"]
