@@ -95,7 +95,7 @@ def write_markdown(results: dict, path: Path) -> None:
             + f" | {s['train_seconds'] / 60:.1f} | {loads} | {checks} |")
     for ds in sorted({r["dataset"] for r in results["runs"].values()}):
         lines += ["", f"![{ds}](convergence_{ds}.png)"]
-    from convergence_runs import SPAN_HEAD, base_system  # (here: convergence_runs imports spaCy)
+    from convergence_runs import SENTENCIZED, SPAN_HEAD, base_system  # (here: convergence_runs imports spaCy)
 
     lines += ["", "## What ran", "",
               "Each segment is one `spacy train` of the run's config (saved beside it in the state dir) with these "
@@ -105,6 +105,8 @@ def write_markdown(results: dict, path: Path) -> None:
         lines += ["", f"- `{key}`: {json.dumps(r.get('settings', {}))}"]
         if base_system(r["system"]) in SPAN_HEAD:
             lines.append(f"  - span vector: [components.sciner_spancat.model] {json.dumps(SPAN_HEAD[base_system(r['system'])])}")
+        if base_system(r["system"]) in SENTENCIZED:
+            lines.append("  - pipeline: spaCy's sentencizer first, also annotating the training docs")
         if r.get("domain_assets"):
             lines.append("  - domain pretraining, built once per data set before the first segment (not in train min): "
                          + ", ".join(f"{k} {v / 60:.1f} min" if v is not None else f"{k} ? min"

@@ -34,11 +34,17 @@ SYSTEMS = {
     "sciner_spancat_cnn_floret_pretrain": ("configs/sciner_spancat_cnn.cfg", False),
     # Span representation ablation (SPAN_HEAD below): the hybrid with a different span vector.
     "sciner_spancat_hybrid_ends": ("configs/sciner_spancat_hybrid.cfg", True),
+    # Documents of several sentences (scierc_doc): the hybrid behind spaCy's rule-based
+    # sentencizer, so that candidates and negatives follow sentences (SENTENCIZED below).
+    "sciner_spancat_hybrid_sents": ("configs/sciner_spancat_hybrid.cfg", True),
 }
 # Settings of [components.sciner_spancat.model] that a system changes in its config: max pooling
 # (SEPT, the default) + the first and last token's vectors (the boundary tokens, PURE-style) + a
 # learned 32-d span-width embedding (Tri-Train §2.3.1).
 SPAN_HEAD = {"sciner_spancat_hybrid_ends": {"reducer": "max_endpoints", "width_embedding": 32}}
+# Systems whose pipeline starts with spaCy's sentencizer, also run on the training docs
+# (annotating_components): the docs built from the text have no sentence starts otherwise.
+SENTENCIZED = {"sciner_spancat_hybrid_sents"}
 # Steps between dev evaluations: (transformer systems, CNN systems). Transformer: about two
 # evaluations per epoch at 500-word batches (SciERC ~1.9k train sentences, BioNLP13CG
 # ~3k); CNN: spaCy's stock 200 (its batches compound from 100 to 1000 words).
@@ -150,6 +156,10 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
         cfg["components"]["transformer"]["model"]["name"] = st["encoder"]
         if base_system(run.system) in SPAN_HEAD:
             cfg["components"]["sciner_spancat"]["model"].update(SPAN_HEAD[base_system(run.system)])
+        if base_system(run.system) in SENTENCIZED:
+            cfg["nlp"]["pipeline"] = ["sentencizer", *cfg["nlp"]["pipeline"]]
+            cfg["components"]["sentencizer"] = {"factory": "sentencizer"}
+            T["annotating_components"] = ["sentencizer"]
     elif args.smoke:  # a small CNN for the smoke test
         cfg["components"]["tok2vec"]["model"]["encode"].update({"width": 32, "depth": 1})
     domain = convergence_assets.overrides(base_system(run.system), run.dataset, config_path, args.state, spancat_bench.DATA, args.smoke,

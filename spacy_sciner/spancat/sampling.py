@@ -7,6 +7,7 @@ candidate spans of width <= 8, and a Python loop over them would dominate infere
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy
+from spacy.attrs import SENT_START
 from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.types import Ints1d, Ints2d, Ragged
@@ -100,7 +101,9 @@ def sample_training_spans(
     candidates: Optional[Sequence[Ints2d]] = None,
     avoid: Optional[Sequence[Ints2d]] = None,
 ) -> Tuple[Ragged, Ints1d]:
-    """All gold spans plus a random sample of negative spans, per doc.
+    """All gold spans plus a random sample of negative spans, per doc: ``negatives_per_doc``
+    for each sentence of the doc (one Doc per abstract with sentence starts draws as many as
+    its sentences would as separate Docs; a doc without sentence boundaries is one sentence).
 
     Gold spans longer than ``max_span_length`` are kept too: they are known at
     training time and still teach the classifier. Negatives are drawn uniformly
@@ -113,7 +116,8 @@ def sample_training_spans(
     label_map (Dict[str, int]): Label to class index; the none class is
         ``len(label_map)``.
     max_span_length (int): L, the longest negative span.
-    negatives_per_doc (int): How many negatives to sample per doc (all if fewer).
+    negatives_per_doc (int): How many negatives to sample per doc of one sentence (all if
+        fewer), times the sentences of a doc with sentence boundaries.
     rng (numpy.random.Generator): Source of randomness, owned by the component.
     candidates (Optional[Sequence[Ints2d]]): Doc-local candidate rows per example.
     avoid (Optional[Sequence[Ints2d]]): Doc-local spans per example that no negative may
@@ -130,8 +134,9 @@ def sample_training_spans(
         gold, gold_targets = gold_spans(eg, spans_key, label_map)
         pool = enumerate_spans(n, max_span_length) if candidates is None else numpy.asarray(candidates[i])
         negatives = negative_pool(pool, gold, n, None if avoid is None else avoid[i])
-        if len(negatives) > negatives_per_doc:
-            chosen = rng.choice(len(negatives), size=negatives_per_doc, replace=False)
+        quota = negatives_per_doc * n_sentences(eg.predicted)
+        if len(negatives) > quota:
+            chosen = rng.choice(len(negatives), size=quota, replace=False)
             negatives = negatives[numpy.sort(chosen)]
         all_spans.extend([gold, negatives])
         all_targets.extend([gold_targets, numpy.full(len(negatives), none_class, dtype="i")])
@@ -139,6 +144,13 @@ def sample_training_spans(
     data = numpy.concatenate(all_spans).astype("i") if all_spans else numpy.zeros((0, 2), "i")
     targets = numpy.concatenate(all_targets).astype("i") if all_targets else numpy.zeros(0, "i")
     return Ragged(data, numpy.asarray(counts, dtype="i")), targets
+
+
+def n_sentences(doc: Doc) -> int:
+    """Sentence starts set on ``doc`` (at least 1): SENT_START is 1 at a start."""
+    if len(doc) == 0:
+        return 1
+    return max(1, int((doc.to_array([SENT_START]).reshape(-1) == 1).sum()))
 
 
 def negative_pool(pool: Ints2d, gold: Ints2d, doc_length: int, avoid: Optional[Ints2d] = None) -> Ints2d:

@@ -278,3 +278,23 @@ def test_span_head_variant_config(tmp_path):
     settings = {k: v for k, v in ends.items() if k not in ("tok2vec", "@architectures")}
     model = build_span_categorizer(noop(), **settings)
     assert model.get_ref("span_encoder").attrs["reducer"] == "max_endpoints"
+
+
+def test_sentencized_variant_config(tmp_path):
+    """sciner_spancat_hybrid_sents puts spaCy's sentencizer first and lets it annotate the
+    training docs (the docs made from the text have no sentence starts otherwise)."""
+    from spacy.util import load_config
+
+    args = convergence.parse_args(["--datasets", "scierc_doc"])
+    args.deadline = 0
+    configs = {}
+    for system in ("sciner_spancat_hybrid_sents_decay2000", "sciner_spancat_hybrid_decay2000"):
+        seg = tmp_path / system
+        seg.mkdir()
+        path = convergence_runs.run_config(convergence_runs.Run(tmp_path, "scierc_doc", system, 0), args, tmp_path, seg)
+        configs[system] = load_config(path, interpolate=False)
+    sents, plain = configs["sciner_spancat_hybrid_sents_decay2000"], configs["sciner_spancat_hybrid_decay2000"]
+    assert sents["nlp"]["pipeline"] == ["sentencizer", "transformer", "sciner_spancat"]
+    assert sents["components"]["sentencizer"] == {"factory": "sentencizer"}
+    assert sents["training"]["annotating_components"] == ["sentencizer"]
+    assert plain["nlp"]["pipeline"] == ["transformer", "sciner_spancat"] and "sentencizer" not in plain["components"]

@@ -47,6 +47,18 @@ def test_negative_counts_and_gold_kept():
     assert span_targets(egs, spans, "sc", LABELS).tolist() == targets.tolist()
 
 
+def test_negatives_per_sentence_of_a_multi_sentence_doc():
+    vocab = spacy.blank("en").vocab
+    words = [f"w{i}" for i in range(30)]
+    starts = [i in (0, 10, 20) for i in range(30)]  # three sentences
+    ref = Doc(vocab, words=words, sent_starts=starts)
+    ref.spans["sc"] = [Span(ref, 1, 3, label="Method")]
+    sentenced = Example(Doc(vocab, words=words, sent_starts=starts), ref)
+    plain = Example(Doc(vocab, words=words), ref)  # no sentence boundaries: one sentence
+    spans, _ = sample_training_spans([sentenced, plain], "sc", LABELS, 3, 10, numpy.random.default_rng(0))
+    assert spans.lengths.tolist() == [1 + 3 * 10, 1 + 10]
+
+
 def test_sampling_reproducible_from_seed():
     egs = [example(25, [(2, 4, "Method")]) for _ in range(3)]
 
