@@ -160,6 +160,8 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
             cfg["nlp"]["pipeline"] = ["sentencizer", *cfg["nlp"]["pipeline"]]
             cfg["components"]["sentencizer"] = {"factory": "sentencizer"}
             T["annotating_components"] = ["sentencizer"]
+            # Its sents_f would otherwise weigh half of the score that picks model-best.
+            T["score_weights"].update({"sents_f": 0.0, "sents_p": 0.0, "sents_r": 0.0})
     elif args.smoke:  # a small CNN for the smoke test
         cfg["components"]["tok2vec"]["model"]["encode"].update({"width": 32, "depth": 1})
     domain = convergence_assets.overrides(base_system(run.system), run.dataset, config_path, args.state, spancat_bench.DATA, args.smoke,

@@ -297,4 +297,7 @@ def test_sentencized_variant_config(tmp_path):
     assert sents["nlp"]["pipeline"] == ["sentencizer", "transformer", "sciner_spancat"]
     assert sents["components"]["sentencizer"] == {"factory": "sentencizer"}
     assert sents["training"]["annotating_components"] == ["sentencizer"]
+    # Model-best is chosen on span F alone, not on the sentencizer's score.
+    weights = sents["training"]["score_weights"]
+    assert weights["spans_sc_f"] == 1.0 and weights["sents_f"] == weights["sents_p"] == weights["sents_r"] == 0.0
     assert plain["nlp"]["pipeline"] == ["transformer", "sciner_spancat"] and "sentencizer" not in plain["components"]
