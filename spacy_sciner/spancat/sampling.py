@@ -102,8 +102,9 @@ def sample_training_spans(
     avoid: Optional[Sequence[Ints2d]] = None,
 ) -> Tuple[Ragged, Ints1d]:
     """All gold spans plus a random sample of negative spans, per doc: ``negatives_per_doc``
-    for each sentence of the doc (one Doc per abstract with sentence starts draws as many as
-    its sentences would as separate Docs; a doc without sentence boundaries is one sentence).
+    for each sentence of the doc (one Doc per abstract draws as many as its sentences would
+    as separate Docs). Sentences are counted on the gold doc and on the predicted one (a
+    sentencizer upstream), the larger count; a doc without sentence boundaries is one.
 
     Gold spans longer than ``max_span_length`` are kept too: they are known at
     training time and still teach the classifier. Negatives are drawn uniformly
@@ -134,7 +135,7 @@ def sample_training_spans(
         gold, gold_targets = gold_spans(eg, spans_key, label_map)
         pool = enumerate_spans(n, max_span_length) if candidates is None else numpy.asarray(candidates[i])
         negatives = negative_pool(pool, gold, n, None if avoid is None else avoid[i])
-        quota = negatives_per_doc * n_sentences(eg.predicted)
+        quota = negatives_per_doc * max(n_sentences(eg.predicted), n_sentences(eg.reference))
         if len(negatives) > quota:
             chosen = rng.choice(len(negatives), size=quota, replace=False)
             negatives = negatives[numpy.sort(chosen)]

@@ -54,9 +54,14 @@ def test_negatives_per_sentence_of_a_multi_sentence_doc():
     ref = Doc(vocab, words=words, sent_starts=starts)
     ref.spans["sc"] = [Span(ref, 1, 3, label="Method")]
     sentenced = Example(Doc(vocab, words=words, sent_starts=starts), ref)
-    plain = Example(Doc(vocab, words=words), ref)  # no sentence boundaries: one sentence
-    spans, _ = sample_training_spans([sentenced, plain], "sc", LABELS, 3, 10, numpy.random.default_rng(0))
-    assert spans.lengths.tolist() == [1 + 3 * 10, 1 + 10]
+    # The doc made from the text has no sentence starts: the gold doc's count.
+    from_text = Example(Doc(vocab, words=words), ref)
+    plain_ref = Doc(vocab, words=words)
+    plain_ref.spans["sc"] = [Span(plain_ref, 1, 3, label="Method")]
+    plain = Example(Doc(vocab, words=words), plain_ref)  # no sentence boundaries: one sentence
+    egs = [sentenced, from_text, plain]
+    spans, _ = sample_training_spans(egs, "sc", LABELS, 3, 10, numpy.random.default_rng(0))
+    assert spans.lengths.tolist() == [1 + 3 * 10, 1 + 3 * 10, 1 + 10]
 
 
 def test_sampling_reproducible_from_seed():
