@@ -253,23 +253,30 @@ def test_decay_variant_trains_a_fixed_budget_to_zero_rate(tmp_path, run):
     assert bad.returncode == 2 and "unknown system 'spacy_ner_cnn_decay6'" in bad.stderr
 
 
+def run_configs(tmp_path, dataset, *systems):
+    """The first segment's config of each system on ``dataset``, as run_config writes it."""
+    from spacy.util import load_config
+
+    args = convergence.parse_args(["--datasets", dataset])
+    args.deadline = 0
+    configs = {}
+    for system in systems:
+        seg = tmp_path / system
+        seg.mkdir()
+        path = convergence_runs.run_config(convergence_runs.Run(tmp_path, dataset, system, 0), args, tmp_path, seg)
+        configs[system] = load_config(path, interpolate=False)
+    return configs
+
+
 def test_span_head_variant_config(tmp_path):
     """sciner_spancat_hybrid_ends trains the hybrid config with its span vector changed (max
     pooling + boundary tokens + a width embedding), and its config still resolves; the plain
     hybrid keeps SEPT's max pooling."""
-    from spacy.util import load_config
     from thinc.api import noop
 
     from spacy_sciner.spancat.model import build_span_categorizer
 
-    args = convergence.parse_args(["--datasets", "scierc"])
-    args.deadline = 0
-    configs = {}
-    for system in ("sciner_spancat_hybrid_ends_decay2000", "sciner_spancat_hybrid_decay2000"):
-        seg = tmp_path / system
-        seg.mkdir()
-        path = convergence_runs.run_config(convergence_runs.Run(tmp_path, "scierc", system, 0), args, tmp_path, seg)
-        configs[system] = load_config(path, interpolate=False)
+    configs = run_configs(tmp_path, "scierc", "sciner_spancat_hybrid_ends_decay2000", "sciner_spancat_hybrid_decay2000")
     ends = configs["sciner_spancat_hybrid_ends_decay2000"]["components"]["sciner_spancat"]["model"]
     plain = configs["sciner_spancat_hybrid_decay2000"]["components"]["sciner_spancat"]["model"]
     assert (ends["reducer"], ends["width_embedding"]) == ("max_endpoints", 32)
@@ -283,16 +290,8 @@ def test_span_head_variant_config(tmp_path):
 def test_sentencized_variant_config(tmp_path):
     """sciner_spancat_hybrid_sents puts spaCy's sentencizer first and lets it annotate the
     training docs (the docs made from the text have no sentence starts otherwise)."""
-    from spacy.util import load_config
 
-    args = convergence.parse_args(["--datasets", "scierc_doc"])
-    args.deadline = 0
-    configs = {}
-    for system in ("sciner_spancat_hybrid_sents_decay2000", "sciner_spancat_hybrid_decay2000"):
-        seg = tmp_path / system
-        seg.mkdir()
-        path = convergence_runs.run_config(convergence_runs.Run(tmp_path, "scierc_doc", system, 0), args, tmp_path, seg)
-        configs[system] = load_config(path, interpolate=False)
+    configs = run_configs(tmp_path, "scierc_doc", "sciner_spancat_hybrid_sents_decay2000", "sciner_spancat_hybrid_decay2000")
     sents, plain = configs["sciner_spancat_hybrid_sents_decay2000"], configs["sciner_spancat_hybrid_decay2000"]
     assert sents["nlp"]["pipeline"] == ["sentencizer", "transformer", "sciner_spancat"]
     assert sents["components"]["sentencizer"] == {"factory": "sentencizer"}
