@@ -61,8 +61,10 @@ def speed_key(run: dict) -> str:
     return run["system"] if run["seed"] == 0 else f"{run['system']}-seed{run['seed']}"
 
 
-def measure(runs: list, state: Path, n_sentences: int, rounds: int) -> dict:
-    """Words/s of each evaluated run's scored model, per data set, interleaved rounds."""
+def measure(runs: list, state: Path, n_sentences: int, rounds: int, max_batch_items: int = 4096) -> dict:
+    """Words/s of each evaluated run's scored model, per data set, interleaved rounds; every
+    transformer pipeline with the same `max_batch_items` (its saved one depends on when the
+    run was trained)."""
     import spacy
 
     speeds = {}
@@ -75,7 +77,9 @@ def measure(runs: list, state: Path, n_sentences: int, rounds: int) -> dict:
                 if not (path / "config.cfg").exists():
                     print(f"[{ds}/{r['system']}] no scored model at {path}: skipped", flush=True)
                     continue
-                pipes[speed_key(r)] = spacy.load(path)
+                pipes[speed_key(r)] = nlp = spacy.load(path)
+                if "transformer" in nlp.pipe_names:
+                    nlp.get_pipe("transformer").cfg["max_batch_items"] = max_batch_items
         for nlp in pipes.values():  # warm-up: allocations, lazy initialisation
             words_per_s(nlp, texts)
         measured = {name: [] for name in pipes}
@@ -105,7 +109,9 @@ def conditions(speeds: dict, meta: dict) -> str:
     """Threads and load average of the measurements: one phrase, or one per data set when
     they were measured in different calls (--datasets)."""
     def phrase(m):
-        return f"{m['threads']} thread(s), load average {m['load_start']:.1f} -> {m['load_end']:.1f}"
+        # max_batch_items: the transformer's sub-batches; every call before it was recorded used 4096.
+        return (f"{m['threads']} thread(s), transformer max_batch_items {m.get('max_batch_items', 4096)}, "
+                f"load average {m['load_start']:.1f} -> {m['load_end']:.1f}")
 
     metas = {ds: s.get("meta", meta) for ds, s in sorted(speeds.items())}
     if len({json.dumps(m, sort_keys=True) for m in metas.values()}) <= 1:
@@ -195,6 +201,9 @@ def main(argv=None) -> int:
     p.add_argument("--sentences", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2, help="torch/BLAS threads (the 2-core machine: 2)")
+    p.add_argument("--max-batch-items", type=int, default=4096,
+                   help="The transformer's max_batch_items for every transformer pipeline (4096: every row "
+                        "measured so far; the configs' 256 is faster on CPU: benchmarks/batch_items.py)")
     p.add_argument("--datasets", nargs="+", default=None,
                    help="Measure only these data sets; the speeds of the others stay as recipes.json has them")
     p.add_argument("--report-only", action="store_true")
@@ -215,8 +224,8 @@ def main(argv=None) -> int:
         runs = [r for r in conv["runs"].values() if r["summary"]["test_spans_f"] is not None
                 and (not args.datasets or r["dataset"] in args.datasets)]
         load_start = os.getloadavg()[0]
-        speeds = measure(runs, args.state, args.sentences, args.rounds)
-        meta = {"rounds": args.rounds, "threads": args.threads, "load_start": load_start,
+        speeds = measure(runs, args.state, args.sentences, args.rounds, args.max_batch_items)
+        meta = {"rounds": args.rounds, "threads": args.threads, "max_batch_items": args.max_batch_items, "load_start": load_start,
                 "load_end": os.getloadavg()[0], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         for measured in speeds.values():
             measured["meta"] = meta

@@ -42,6 +42,7 @@ def test_measures_evaluated_runs_only(state, capsys):
     saved = json.loads(out.with_suffix(".json").read_text())
     speed = saved["speeds"]["demo"]["words_per_s"]
     assert list(speed) == ["spacy_ner_cnn"]  # the run without test F is not measured
+    assert saved["meta"]["max_batch_items"] == 4096  # every transformer pipeline timed with it
     assert len(speed["spacy_ner_cnn"]["all"]) == 2 and speed["spacy_ner_cnn"]["median"] > 0
     rows = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("| demo")]
     assert rows[0].startswith("| demo | spacy_ner_cnn | no | converged | 42.0 | 50.0 | 2 / 10 |")
@@ -80,7 +81,7 @@ def test_datasets_option_keeps_the_other_speeds_with_their_conditions(state):
     assert saved["other"]["words_per_s"]["sciner_spancat_cnn"]["median"] == 9000.0
     assert saved["other"]["meta"] == old_meta and saved["demo"]["meta"]["rounds"] == 1
     text = out.with_suffix(".md").read_text()
-    assert "other: 1 thread(s), load average 2.2 -> 2.1 (2026-11-01)" in text and "demo: 1 thread(s)" in text
+    assert "other: 1 thread(s), transformer max_batch_items 4096, load average 2.2 -> 2.1 (2026-11-01)" in text and "demo: 1 thread(s)" in text
 
 
 def test_each_seed_gets_its_own_speed_and_label(state):
