@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Optional
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,12 +67,24 @@ def step_train(args, corpus: Path, work: Path) -> dict:
         "--training.optimizer.learn_rate.warmup_steps", str(max(1, args.updates // 10)),
         "--training.logger.path", str(jsonl), "--training.logger.progress_bar", "false", "--gpu-id", str(args.gpu_id),
     ]
+    cmd += padded_override(config_path(args.config), args.max_padded_wordpieces)
     seconds = run(cmd, work / "train.log")
     rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
     first, last = rows[0], rows[-1]
     # Between the two evaluations: updates/s with one dev evaluation included.
     rate = (last["step"] - first["step"]) / max(last["seconds"] - first["seconds"], 1e-9)
     return {"seconds": seconds, "updates": last["step"], "updates_per_s": rate, "dev_score": last["score"]}
+
+
+def padded_override(config: Path, value: Optional[int]) -> list:
+    """`spacy train` override of the encoder's max_padded_wordpieces where the config's
+    transformer has the setting (spacy-sciner.TransformerModel.v2)."""
+    from spacy.util import load_config
+
+    model = load_config(config, interpolate=False).get("components", {}).get("transformer", {}).get("model", {})
+    if value is None or "max_padded_wordpieces" not in model:
+        return []
+    return ["--components.transformer.model.max_padded_wordpieces", str(value)]
 
 
 def config_path(name: str) -> Path:
@@ -95,17 +108,23 @@ def step_calibrate_evaluate(args, corpus: Path, work: Path) -> dict:
     return result
 
 
-def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int) -> dict:
-    """words/s of nlp.pipe, bare transformer vs the whole pipeline, interleaved rounds."""
+def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int, max_batch_items: Optional[int] = None) -> dict:
+    """words/s of nlp.pipe, bare transformer vs the whole pipeline, interleaved rounds;
+    the transformer's sub-batches of at most `max_batch_items` padded tokens (None: the
+    pipeline's own setting)."""
     import spacy
 
     import spacy_sciner
 
     nlp = spacy.load(model)
+    transformer = nlp.get_pipe("transformer")
+    if max_batch_items:
+        transformer.cfg["max_batch_items"] = max_batch_items
     words = sum(len(doc) for doc in nlp.tokenizer.pipe(texts))
     variants = {"transformer": ["transformer"], "pipeline": list(nlp.pipe_names)}
     code = Path(spacy_sciner.__file__).resolve().parent.parent
-    result = {"words": words, "sentences": len(texts), "code": "this checkout" if code == ROOT else code.name}
+    result = {"words": words, "sentences": len(texts), "code": "this checkout" if code == ROOT else code.name,
+              "max_batch_items": transformer.cfg["max_batch_items"]}
     for batch_size in batch_sizes:
         # Warm-up over every batch: each padded length is a new shape (kernel choice,
         # allocator pools); a first pass pays for them, whichever variant it is.
@@ -129,14 +148,14 @@ def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int) -> dict
 
 
 def step_speed(args, texts, model: Path, work: Path) -> dict:
-    result = {"current": pipe_speed(str(model), texts, args.batch_sizes, args.rounds, args.gpu_id)}
+    result = {"current": pipe_speed(str(model), texts, args.batch_sizes, args.rounds, args.gpu_id, args.max_batch_items)}
     if args.old_code:
         paths = [str(args.old_code.resolve()), os.environ.get("PYTHONPATH", "")]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
         out = work / "old_speed.json"
         cmd = [sys.executable, __file__, "--speed-only", str(model), "--gpu-id", str(args.gpu_id), "--out", str(out),
                "--rounds", str(args.rounds), "--batch-sizes", *map(str, args.batch_sizes), "--data", str(args.data),
-               "--sentences", str(args.sentences)]
+               "--sentences", str(args.sentences)] + (["--max-batch-items", str(args.max_batch_items)] if args.max_batch_items else [])
         run(cmd, work / "old_speed.log", env=env)
         result["old_code"] = json.loads(out.read_text())
     return result
@@ -189,6 +208,12 @@ def parse_args(argv=None):
     p.add_argument("--sentences", type=int, default=2000, help="Sentences for the inference speed")
     p.add_argument("--batch-sizes", type=int, nargs=2, default=[64, 256])
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--max-batch-items", type=int, default=None,
+                   help="The transformer's max_batch_items for the nlp.pipe timing (default: 4096 on a GPU, as in "
+                        "the H100/H200 rows; on the CPU the pipeline's own, the configs' 256)")
+    p.add_argument("--max-padded-wordpieces", type=int, default=None,
+                   help="Training override of the encoder's max_padded_wordpieces (TransformerModel.v2 configs; "
+                        "default: 0 on a GPU, one call per batch as in the H100/H200 rows; the config's on the CPU)")
     p.add_argument("--pft-steps", type=int, default=300)
     p.add_argument("--pft-batch", type=int, default=16)
     p.add_argument("--mp-updates", type=int, default=40)
@@ -201,6 +226,9 @@ def parse_args(argv=None):
     p.add_argument("--smoke", action="store_true", help="Small sizes, for the CPU and CI")
     p.add_argument("--label", default="", help="Free text stored in the report (e.g. the commit measured)")
     args = p.parse_args(argv)
+    if args.gpu_id >= 0:  # one encoder call per batch and large sub-batches: what keeps a GPU busy
+        args.max_padded_wordpieces = 0 if args.max_padded_wordpieces is None else args.max_padded_wordpieces
+        args.max_batch_items = args.max_batch_items or 4096
     if args.smoke:
         args.updates, args.sentences, args.batch_sizes, args.rounds = 6, 60, [8, 32], 1
         args.pft_steps, args.pft_batch, args.mp_updates = 12, 4, 4
@@ -220,7 +248,7 @@ def main(argv=None) -> dict:
     if args.speed_only:
         texts = write_corpus(read_scierc, args.data, None, args.sentences)[1]
         model = settings_known_here(args.speed_only, Path(args.out).parent / "old_code_model")
-        result = pipe_speed(model, texts, args.batch_sizes, args.rounds, args.gpu_id)
+        result = pipe_speed(model, texts, args.batch_sizes, args.rounds, args.gpu_id, args.max_batch_items)
         args.out.write_text(json.dumps(result, indent=2))
         return result
     args.out.mkdir(parents=True, exist_ok=True)

@@ -162,11 +162,13 @@ def markdown_report(report: dict) -> str:
         lines.append(f"- calibrate {c['calibrate_seconds']:.0f} s, evaluate {c['evaluate_seconds']:.0f} s; "
                      f"test spans F {c['spans_sc_f']}, ents F {c['ents_f']}")
     if "speed" in report:
-        lines += ["", "| code | batch | transformer words/s | pipeline words/s | ratio |", "|---|---|---|---|---|"]
+        lines += ["", "| code | batch | max_batch_items | transformer words/s | pipeline words/s | ratio |",
+                  "|---|---|---|---|---|---|"]
         for code in ("current", "old_code"):
             speed = report["speed"].get(code, {})
+            items = speed.get("max_batch_items", "4096")  # reports before it was recorded: 4096
             for key, row in sorted((k, v) for k, v in speed.items() if k.startswith("batch_")):
-                lines.append(f"| {code} | {key[6:]} | {row['transformer_wps']:,.0f} | {row['pipeline_wps']:,.0f} | "
+                lines.append(f"| {code} | {key[6:]} | {items} | {row['transformer_wps']:,.0f} | {row['pipeline_wps']:,.0f} | "
                              f"{row['ratio']:.2f} |")
         for code in ("current", "old_code"):
             stages = report["speed"].get(code, {}).get("stages", {})

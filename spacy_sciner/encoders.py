@@ -98,3 +98,36 @@ def build_transformer_model(
         mixed_precision=mixed_precision,
         grad_scaler_config=grad_scaler_config,
     )
+
+
+def build_transformer_model_v2(
+    name: str,
+    get_spans: Callable[[List[Doc]], list],
+    tokenizer_config: Dict = {},
+    transformer_config: Dict = {},
+    mixed_precision: bool = False,
+    grad_scaler_config: Dict = {},
+    max_padded_wordpieces: int = 0,
+) -> Model:
+    """``spacy-sciner.TransformerModel.v1`` that runs the encoder on length-sorted
+    sub-batches of at most ``max_padded_wordpieces`` padded wordpieces, in training and at
+    inference (``spacy_sciner.encoder_buckets``); 0 runs each batch in one call, as v1.
+
+    Registered as ``spacy-sciner.TransformerModel.v2``. Outputs and gradients are those of
+    one call up to float rounding; on a CPU it saves the work on padding (README, "Speed on
+    a CPU"). Not with ``mixed_precision``: thinc's gradient scaler unscales after every
+    backward call, so several calls per update would unscale the gradients more than once.
+    """
+    from .encoder_buckets import with_length_buckets
+
+    if max_padded_wordpieces < 0:
+        raise ValueError(f"max_padded_wordpieces must be >= 0 (0: off), not {max_padded_wordpieces}")
+    if max_padded_wordpieces and mixed_precision:
+        raise ValueError("max_padded_wordpieces needs mixed_precision = false: thinc's gradient scaler "
+                         "unscales after each backward call (set max_padded_wordpieces = 0 to use mixed precision)")
+    model = build_transformer_model(name, get_spans, tokenizer_config, transformer_config, mixed_precision,
+                                    grad_scaler_config)
+    if max_padded_wordpieces:
+        hf_layer = model.layers[0]
+        hf_layer._func = with_length_buckets(hf_layer._func, max_padded_wordpieces)
+    return model

@@ -37,6 +37,7 @@ nlp.add_pipe("sciner_abbreviations")
 for reg, name in [
     (registry.architectures, "spacy-sciner.SpanCategorizer.v1"),
     (registry.architectures, "spacy-sciner.TransformerModel.v1"),
+    (registry.architectures, "spacy-sciner.TransformerModel.v2"),
     (registry.readers, "spacy-sciner.SciERCReader.v1"),
     (registry.readers, "spacy-sciner.CoNLLReader.v1"),
     (registry.readers, "spacy-sciner.BratReader.v1"),

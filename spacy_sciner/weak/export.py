@@ -28,7 +28,7 @@ from ..outputs import writable_ancestor
 TRANSFORMER_FACTORY = "transformer"
 SUPPORTED = (
     "supported: a pipeline with a shared 'transformer' component (spacy-transformers, "
-    "architecture spacy-sciner.TransformerModel.v1 or spacy-transformers.TransformerModel.v3)"
+    "architecture spacy-sciner.TransformerModel.v1/v2 or spacy-transformers.TransformerModel.v3)"
 )
 EXPORT_INFO = "sciner_export.json"
 

@@ -28,12 +28,13 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
         row = speed[batch]
         assert row["pipeline_wps"] > 0 and row["ratio"] == row["pipeline_wps"] / row["transformer_wps"]
     assert set(speed["stages"]) == {"transformer", "token_vectors", "predict_rest", "set_annotations"}
+    assert speed["max_batch_items"] == 256  # the config's own (--max-batch-items not given)
     for objective in ("mlm_random", "mlm_cand+ecb"):
         pft = saved["pft"][objective]
         assert pft["steps"] == 12 and pft["tokens_per_s"] > 0 and pft["tokens_per_s_steady"] > 0
     assert "cand_ecb_overhead" in saved["pft"]
     markdown = (out / "gpu_check.md").read_text()
-    assert "| current | 32 |" in markdown and "mlm_cand+ecb" in markdown and "Skipped: mixed_precision" in markdown
+    assert "| current | 32 | 256 |" in markdown and "mlm_cand+ecb" in markdown and "Skipped: mixed_precision" in markdown
     assert not (out / "work").exists()  # scratch went to --work
     # An older checkout (--old-code) times a pipeline with settings it does not know:
     # they are dropped from a copy, which that code then loads.
@@ -52,6 +53,11 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     copy = gpu_check.settings_known_here(str(model), tmp_path / "known")
     assert spacy.load(copy).pipe_names == ["transformer", "sciner_spancat"]
     assert gpu_check.settings_known_here(str(tmp_path / "work" / "calibrated"), tmp_path / "x") == str(tmp_path / "work" / "calibrated")
+    # --speed-only times one pipeline, here with the transformer's sub-batches set for the timing.
+    only = gpu_check.main(["--speed-only", str(tmp_path / "work" / "calibrated"), "--smoke", "--max-batch-items", "4096",
+                           "--data", f"{shared_data}/scierc", "--out", str(tmp_path / "speed.json")])
+    assert only["max_batch_items"] == 4096 and only["batch_8"]["pipeline_wps"] > 0
+    assert json.loads((tmp_path / "speed.json").read_text())["max_batch_items"] == 4096
 
 
 def test_gpu_check_config_names_a_configs_file_or_a_path(tmp_path):
@@ -81,3 +87,17 @@ def test_gpu_check_summary_names_each_runs_commits(tmp_path):
     assert "| run2 | sciner_spancat_hybrid | current | 64 |" in text and "- run1, sciner_spancat_hybrid, abc1234: transformer 0.500" in text
     with pytest.raises(SystemExit, match="no run"):
         gpu_check_summary.main([str(tmp_path)])
+
+
+def test_gpu_check_overrides_the_encoder_sub_batches_only_where_a_config_has_them(tmp_path):
+    hybrid = gpu_check.config_path("sciner_spancat_hybrid")
+    assert gpu_check.padded_override(hybrid, 0) == ["--components.transformer.model.max_padded_wordpieces", "0"]
+    assert gpu_check.padded_override(hybrid, None) == []  # the config's own
+    own = tmp_path / "v1.cfg"
+    own.write_text('[components]\n\n[components.transformer]\nfactory = "transformer"\n\n'
+                   '[components.transformer.model]\n@architectures = "spacy-sciner.TransformerModel.v1"\n')
+    assert gpu_check.padded_override(own, 0) == []
+    args = gpu_check.parse_args(["--gpu-id", "0", "--out", str(tmp_path)])
+    assert (args.max_padded_wordpieces, args.max_batch_items) == (0, 4096)
+    args = gpu_check.parse_args(["--out", str(tmp_path)])
+    assert (args.max_padded_wordpieces, args.max_batch_items) == (None, None)
