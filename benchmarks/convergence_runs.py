@@ -37,6 +37,10 @@ SYSTEMS = {
     # Documents of several sentences (scierc_doc): the hybrid behind spaCy's rule-based
     # sentencizer, so that candidates and negatives follow sentences (SENTENCIZED below).
     "sciner_spancat_hybrid_sents": ("configs/sciner_spancat_hybrid.cfg", True),
+    # The default recipe after the configs moved to spacy-sciner.TransformerModel.v2 (the encoder
+    # on length-sorted sub-batches, commit bf300b6): every earlier run used v1 (one encoder call
+    # per batch); its own name keeps the two apart in the tables.
+    "sciner_spancat_hybrid_v2": ("configs/sciner_spancat_hybrid.cfg", True),
 }
 # Settings of [components.sciner_spancat.model] that a system changes in its config: max pooling
 # (SEPT, the default) + the first and last token's vectors (the boundary tokens, PURE-style) + a
@@ -45,6 +49,8 @@ SPAN_HEAD = {"sciner_spancat_hybrid_ends": {"reducer": "max_endpoints", "width_e
 # Systems whose pipeline starts with spaCy's sentencizer, also run on the training docs
 # (annotating_components): the docs built from the text have no sentence starts otherwise.
 SENTENCIZED = {"sciner_spancat_hybrid_sents"}
+# Systems named for the encoder architecture their runs used (the others' runs so far: v1).
+ENCODER_V2 = {"sciner_spancat_hybrid_v2"}
 # Steps between dev evaluations: (transformer systems, CNN systems). Transformer: about two
 # evaluations per epoch at 500-word batches (SciERC ~1.9k train sentences, BioNLP13CG
 # ~3k); CNN: spaCy's stock 200 (its batches compound from 100 to 1000 words).

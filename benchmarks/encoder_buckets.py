@@ -47,6 +47,37 @@ def batches(examples: list, n: int, size: int, seed: int) -> list:
     return [list(b) for b in minibatch_by_words(shuffled, size=size, tolerance=0.2, discard_oversize=False)][:n]
 
 
+def padded_per_real(tokenizer, groups: list) -> float:
+    """Padded over real wordpieces when each group of texts is padded to its longest."""
+    real = padded = 0
+    for texts in groups:
+        lengths = [len(ids) for ids in tokenizer(texts)["input_ids"]]
+        real += sum(lengths)
+        padded += max(lengths) * len(lengths)
+    return padded / real
+
+
+def padding(args) -> dict:
+    """The padding one encoder call per batch computes: --batch-words training batches of the
+    whole training set (seed-shuffled), and nlp.pipe batches of 64 test sentences (in order)."""
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+    from spacy.util import minibatch
+    from transformers import AutoTokenizer
+
+    from spacy_sciner.encoders import resolve_encoder
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(args.encoder), use_fast=True)
+    corpus = convergence.get_corpus(args.dataset, args.state)
+    vocab = spacy.blank("en").vocab
+    train = [Example(d, d) for d in DocBin().from_disk(corpus / "train.spacy").get_docs(vocab)]
+    test = [d.text for d in DocBin().from_disk(corpus / "test.spacy").get_docs(vocab)]
+    train_groups = [[eg.reference.text for eg in b] for b in batches(train, len(train), args.batch_words, args.seed)]
+    return {"train_batches": padded_per_real(tokenizer, train_groups),
+            "test_batches_of_64": padded_per_real(tokenizer, [list(b) for b in minibatch(test, 64)])}
+
+
 def run(args) -> dict:
     import spacy
     import torch
@@ -97,6 +128,11 @@ def markdown(report: dict) -> str:
         lines.append(f"| {row['max_padded_wordpieces']} | {row['seconds_per_update']:.3f} | "
                      f"{base['seconds_per_update'] / row['seconds_per_update']:.2f}x | {row['words_per_s']:,.0f} | "
                      f"{row['words_per_s'] / base['words_per_s']:.2f}x |")
+    if "padding" in report:
+        pad = report["padding"]
+        lines += ["", f"Padding with one call per batch (MiniLM's tokenizer): {pad['train_batches']:.2f}x the real wordpieces "
+                  f"in the {report['dataset']} training set's 500-word batches, {pad['test_batches_of_64']:.2f}x in "
+                  "`nlp.pipe` batches of 64 test sentences."]
     return "\n".join(lines) + "\n"
 
 
@@ -115,13 +151,24 @@ def main(argv=None) -> dict:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "encoder_buckets")
+    p.add_argument("--padding-only", action="store_true", help="Only measure the padding ratios (tokenizer only)")
     args = p.parse_args(argv)
     if not args.config.is_file():
         p.error(f"no config at {args.config}")
     if args.values[0] != 0 or any(v < 0 for v in args.values):
         p.error("--values: 0 first (the baseline), then positive values")
+    if args.padding_only:  # add the padding ratios to an existing report
+        path = args.results.with_suffix(".json")
+        report = json.loads(path.read_text()) if path.exists() else {}
+        report["padding"] = padding(args)
+        path.write_text(json.dumps(report, indent=2) + "\n")
+        if "rows" in report:
+            args.results.with_suffix(".md").write_text(markdown(report))
+        print(json.dumps(report["padding"]))
+        return report
     load_start = os.getloadavg()[0]
     report = run(args)
+    report["padding"] = padding(args)
     report["meta"] = {"threads": args.threads, "rounds": args.rounds, "load_start": load_start,
                       "load_end": os.getloadavg()[0], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     args.results.parent.mkdir(parents=True, exist_ok=True)

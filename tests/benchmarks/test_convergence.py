@@ -300,3 +300,11 @@ def test_sentencized_variant_config(tmp_path):
     weights = sents["training"]["score_weights"]
     assert weights["spans_sc_f"] == 1.0 and weights["sents_f"] == weights["sents_p"] == weights["sents_r"] == 0.0
     assert plain["nlp"]["pipeline"] == ["transformer", "sciner_spancat"] and "sentencizer" not in plain["components"]
+
+
+def test_v2_system_trains_the_default_config_with_the_bucketed_encoder(tmp_path):
+    """sciner_spancat_hybrid_v2 is the default config as it now stands: TransformerModel.v2."""
+    config = run_configs(tmp_path, "scierc", "sciner_spancat_hybrid_v2_decay2000")["sciner_spancat_hybrid_v2_decay2000"]
+    model = config["components"]["transformer"]["model"]
+    assert model["@architectures"] == "spacy-sciner.TransformerModel.v2" and model["max_padded_wordpieces"] == 512
+    assert config["training"]["max_steps"] == 2000

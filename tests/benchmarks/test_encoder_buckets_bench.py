@@ -21,8 +21,17 @@ def test_times_each_value_on_the_same_batches(tiny_bert_dir, shared_data, tmp_pa
         assert row["seconds_per_update"] > 0 and row["words_per_s"] > 0 and len(row["all_seconds_per_update"]) == 1
     assert json.loads(out.with_suffix(".json").read_text())["meta"]["rounds"] == 1
     assert "| 16 |" in out.with_suffix(".md").read_text()
+    assert report["padding"]["train_batches"] >= 1.0 and report["padding"]["test_batches_of_64"] >= 1.0
 
 
 def test_the_baseline_value_comes_first(tmp_path):
     with pytest.raises(SystemExit):
         encoder_buckets.main(["--values", "256", "0", "--results", str(tmp_path / "x")])
+
+
+def test_padded_per_real_counts_each_group_padded_to_its_longest():
+    def tokenizer(texts):  # one wordpiece per character
+        return {"input_ids": [list(t) for t in texts]}
+
+    assert encoder_buckets.padded_per_real(tokenizer, [["ab", "abcd"], ["abc"]]) == (2 * 4 + 3) / (2 + 4 + 3)
+    assert encoder_buckets.padded_per_real(tokenizer, [["ab", "cd"]]) == 1.0
