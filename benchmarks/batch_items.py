@@ -155,6 +155,7 @@ def main(argv=None) -> dict:
     for name, (dataset, model) in runs.items():
         texts = first_words(recipes.sentences(convergence.get_corpus(dataset, args.state), args.sentences), args.max_words)
         report["runs"][name] = measure_run(model, texts, args.values, args.rounds, args.batch_size)
+        report["runs"][name]["model"] = str(model.relative_to(args.state))  # no machine's home in the results
         print(f"[{name}] " + ", ".join(f"{r['max_batch_items']}: {r['pipeline_wps']:,.0f}" for r in report["runs"][name]["rows"]), flush=True)
     report["meta"] = {"threads": args.threads, "rounds": args.rounds, "batch_size": args.batch_size,
                       "load_start": load_start, "load_end": os.getloadavg()[0],

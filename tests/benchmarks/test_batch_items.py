@@ -39,8 +39,9 @@ def test_measures_every_value_and_checks_the_spans(state, tmp_path):
     import spacy
 
     texts = batch_items.recipes.sentences(batch_items.convergence.get_corpus("demo", state), 30)
-    assert sum(map(len, batch_items.timed_pipe(spacy.load(run["model"]), texts, 8)[1])) > 0
+    assert sum(map(len, batch_items.timed_pipe(spacy.load(state / run["model"]), texts, 8)[1])) > 0
     assert json.loads(out.with_suffix(".json").read_text())["meta"]["rounds"] == 2
+    assert run["model"] == "runs/demo/sciner_spancat-seed0/eval/calibrated"  # relative to --state
     assert "| demo/sciner_spancat/0 | 30 | 16 |" in out.with_suffix(".md").read_text()
     assert out.with_suffix(".png").stat().st_size > 0
 
