@@ -229,7 +229,8 @@ def train_segment(run: Run, args, corpus: Path) -> str:
     run.m["status"] = "running"
     cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(seg_dir), "--code", str(CALLBACKS),
            "--gpu-id", str(args.gpu_id)]
-    segment.update({"command": " ".join(cmd[1:]), "budget_minutes": args.max_minutes, "threads": args.threads or None})
+    # Recorded relative to the checkout it ran in (cwd): no machine's or worktree's folders.
+    segment.update({"command": " ".join(cmd[1:]).replace(str(ROOT) + "/", ""), "budget_minutes": args.max_minutes, "threads": args.threads or None})
     run.save()
     print(f"[{run.key}] segment {k} ({segment['from']}, step {segment['step_offset']}): {' '.join(cmd[3:])}", flush=True)
     start = time.time()
