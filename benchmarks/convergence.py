@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spancat_bench  # noqa: E402  (prepare, DATA)
 from convergence_report import write_results  # noqa: E402
 from convergence_eval import evaluate_marks, evaluate_run, train_env  # noqa: E402,F401  (train_env: for fewshot, weak_cnn)
-from convergence_runs import (PATIENCE_EVALS, ROOT, SYSTEMS, Run, base_system, known_system,  # noqa: E402,F401
+from convergence_runs import (OWN_ENCODER, PATIENCE_EVALS, ROOT, SYSTEMS, Run, base_system, known_system,  # noqa: E402,F401
                               recover, train_segment)  # (base_system: for recipes)
 
 # ---------------------------------------------------------------------------- main
@@ -91,7 +91,8 @@ def parse_args(argv=None):
     p = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=None, help="scierc bionlp13cg (default), or any scripts/convert_dataset.py name")
     p.add_argument("--systems", nargs="+", default=None,
-                   help=f"Default: all of {', '.join(SYSTEMS)}. A transformer system + _decay<N> (e.g. "
+                   help=f"Default: all of {', '.join(s for s in SYSTEMS if s not in OWN_ENCODER)} "
+                        f"({', '.join(OWN_ENCODER)} also need --encoder). A transformer system + _decay<N> (e.g. "
                         "sciner_spancat_hybrid_decay2000): that system on a fixed budget, its learning rate "
                         "decaying linearly to 0 at step N, where it ends (no patience); + _lr<X> (e.g. _decay2000_lr2e-4): "
                         "peak rate X instead of --lr")
@@ -122,7 +123,7 @@ def parse_args(argv=None):
     known = importlib_util.module_from_spec(spec)
     spec.loader.exec_module(known)
     args.datasets = args.datasets or (["demo"] if args.smoke else ["scierc", "bionlp13cg"])
-    args.systems = args.systems or list(SYSTEMS)
+    args.systems = args.systems or [s for s in SYSTEMS if s not in OWN_ENCODER]  # those need --encoder
     for ds in args.datasets:
         if ds not in known.DATASETS:
             p.error(f"unknown dataset '{ds}' (known: {', '.join(sorted(known.DATASETS))})")
@@ -146,6 +147,9 @@ def parse_args(argv=None):
     if any(m <= 0 for m in args.marks):
         p.error("--marks must be positive minutes")
     args.results = args.results or (args.state / "results" if args.smoke else ROOT / "benchmarks" / "results")
+    own = [s for s in args.systems if base_system(s) in OWN_ENCODER]
+    if own and not args.report_only and not args.smoke and args.encoder == p.get_default("encoder"):
+        p.error(f"{', '.join(own)} train on an encoder of their own: give its folder with --encoder")
     needs_data = [ds for ds in args.datasets if not known.DATASETS[ds][1].startswith("assets/")]
     if needs_data and not args.report_only and not spancat_bench.DATA.is_dir():
         p.error(f"data folder {spancat_bench.DATA} not found (needed for {', '.join(needs_data)}; see README, 'Data')")

@@ -41,6 +41,11 @@ SYSTEMS = {
     # on length-sorted sub-batches, commit bf300b6): every earlier run used v1 (one encoder call
     # per batch); its own name keeps the two apart in the tables.
     "sciner_spancat_hybrid_v2": ("configs/sciner_spancat_hybrid.cfg", True),
+    # The default recipe on a weak-pretrained encoder (issue 12's NER-BERT pretraining used as
+    # domain pretraining, issue 9): --encoder names the folder `export-encoder` wrote, e.g. the
+    # one pretrained on fewshot.py's weak corpus of the full training set (the set's own
+    # training entities + candidates mined from its aux text); the run records the path.
+    "sciner_spancat_hybrid_v2_weak": ("configs/sciner_spancat_hybrid.cfg", True),
 }
 # Settings of [components.sciner_spancat.model] that a system changes in its config: max pooling
 # (SEPT, the default) + the first and last token's vectors (the boundary tokens, PURE-style) + a
@@ -50,7 +55,9 @@ SPAN_HEAD = {"sciner_spancat_hybrid_ends": {"reducer": "max_endpoints", "width_e
 # (annotating_components): the docs built from the text have no sentence starts otherwise.
 SENTENCIZED = {"sciner_spancat_hybrid_sents"}
 # Systems named for the encoder architecture their runs used (the others' runs so far: v1).
-ENCODER_V2 = {"sciner_spancat_hybrid_v2"}
+ENCODER_V2 = {"sciner_spancat_hybrid_v2", "sciner_spancat_hybrid_v2_weak"}
+# Systems that need an encoder other than the default (--encoder; checked before any training).
+OWN_ENCODER = {"sciner_spancat_hybrid_v2_weak"}
 # Steps between dev evaluations: (transformer systems, CNN systems). Transformer: about two
 # evaluations per epoch at 500-word batches (SciERC ~1.9k train sentences, BioNLP13CG
 # ~3k); CNN: spaCy's stock 200 (its batches compound from 100 to 1000 words).

@@ -308,3 +308,24 @@ def test_v2_system_trains_the_default_config_with_the_bucketed_encoder(tmp_path)
     model = config["components"]["transformer"]["model"]
     assert model["@architectures"] == "spacy-sciner.TransformerModel.v2" and model["max_padded_wordpieces"] == 512
     assert config["training"]["max_steps"] == 2000
+
+
+def test_weak_encoder_system_needs_its_encoder(tmp_path, capsys):
+    """The default recipe on a weak-pretrained encoder: refused without --encoder (before any
+    training), trained on the given folder with the v2 encoder otherwise; not in the default list."""
+    with pytest.raises(SystemExit):
+        convergence.parse_args(["--datasets", "scierc", "--systems", "sciner_spancat_hybrid_v2_weak_decay2000"])
+    assert "--encoder" in capsys.readouterr().err
+    assert "sciner_spancat_hybrid_v2_weak" not in convergence.parse_args(["--datasets", "scierc"]).systems
+    args = convergence.parse_args(["--datasets", "scierc", "--systems", "sciner_spancat_hybrid_v2_weak_decay2000",
+                                   "--encoder", str(tmp_path / "encoder-fine")])
+    args.deadline = 0
+    run = convergence_runs.Run(tmp_path, "scierc", "sciner_spancat_hybrid_v2_weak_decay2000", 0)
+    (tmp_path / "seg").mkdir()
+    from spacy.util import load_config
+
+    config = load_config(convergence_runs.run_config(run, args, tmp_path, tmp_path / "seg"), interpolate=False)
+    model = config["components"]["transformer"]["model"]
+    assert model["name"] == str(tmp_path / "encoder-fine")
+    assert model["@architectures"] == "spacy-sciner.TransformerModel.v2"
+    assert run.m["settings"]["encoder"] == str(tmp_path / "encoder-fine")
