@@ -71,9 +71,26 @@ def pct(x):
     return "—" if x is None else f"{100 * x:.1f}"
 
 
+def encoders_note(results: dict) -> str:
+    """The encoders the runs used: the usual one, then each other one with the systems that used it.
+
+    The header must hold for every row, not only for the last call's --encoder (a system such
+    as sciner_spancat_hybrid_v2_weak runs on its own encoder)."""
+    by_encoder: dict = {}
+    for m in results["runs"].values():
+        enc = m.get("settings", {}).get("encoder")
+        if enc:
+            by_encoder.setdefault(enc, set()).add(m["system"])
+    if not by_encoder:
+        return results["encoder"]
+    usual = max(by_encoder, key=lambda e: len(by_encoder[e]))
+    others = [f"{', '.join(sorted(systems))}: {enc}" for enc, systems in sorted(by_encoder.items()) if enc != usual]
+    return "; ".join([usual] + others)
+
+
 def write_markdown(results: dict, path: Path) -> None:
     marks = results["marks_minutes"]
-    lines = [f"# Learning curves to convergence ({results['encoder']}; {results['machine']})", "",
+    lines = [f"# Learning curves to convergence ({encoders_note(results)}; {results['machine']})", "",
              "Dev F (the system's spaCy score: spans_sc_f or ents_f) against updates and training-loop wall time; "
              "test span F of the best dev checkpoint after the dev-chosen decision rule. `dev / test F @ N min`: best dev F "
              "among evaluations within N minutes of training, and the test span F of that checkpoint (— : not trained that "

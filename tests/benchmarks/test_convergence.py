@@ -329,3 +329,13 @@ def test_weak_encoder_system_needs_its_encoder(tmp_path, capsys):
     assert model["name"] == str(tmp_path / "encoder-fine")
     assert model["@architectures"] == "spacy-sciner.TransformerModel.v2"
     assert run.m["settings"]["encoder"] == str(tmp_path / "encoder-fine")
+
+
+def test_report_header_names_every_runs_encoder():
+    """The header holds for every row: a system run on its own encoder is named with it."""
+    from convergence_report import encoders_note
+
+    runs = {f"d/{s}/seed{i}": {"system": s, "settings": {"encoder": enc}}
+            for i, (s, enc) in enumerate([("a", "sciner-minilm"), ("b", "sciner-minilm"), ("w", "enc/weak")])}
+    assert encoders_note({"encoder": "enc/weak", "runs": runs}) == "sciner-minilm; w: enc/weak"
+    assert encoders_note({"encoder": "sciner-minilm", "runs": {}}) == "sciner-minilm"
