@@ -1,0 +1,113 @@
+"""Run a project.yml workflow as a user would and record what it gave: each step's wall
+time, the calibrated dev F the `calibrate` step chose, and the test scores of `evaluate`.
+
+    python benchmarks/project_run.py scierc                # spacy project run all . --vars.dataset scierc
+    python benchmarks/project_run.py demo --workflow demo --vars seed=1
+
+The steps run one by one (`spacy project run STEP . --vars.dataset D ...`, what `spacy
+project run WORKFLOW` does) so that each is timed; `--force` reruns steps whose outputs are
+up to date. Writes benchmarks/results/project_run_<dataset>.json and .md; the commit, the
+torch thread count and the load average before and after are recorded with the numbers,
+because on a shared 2-core machine they say how much of the cores the run had.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+import srsly
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+SCORES = ("spans_sc_p", "spans_sc_r", "spans_sc_f", "ents_p", "ents_r", "ents_f")
+
+
+def workflow_steps(workflow: str) -> List[str]:
+    """The commands of one workflow of project.yml, in order."""
+    project = srsly.read_yaml(ROOT / "project.yml")
+    steps = project.get("workflows", {}).get(workflow)
+    if not steps:
+        sys.exit(f"project.yml: no workflow {workflow!r} (has: {', '.join(project.get('workflows', {}))})")
+    return list(steps)
+
+
+def calibration(model_dir: Path) -> Dict[str, Any]:
+    """The calibration report stored in the calibrated pipeline's span categorizer cfg."""
+    for cfg_path in sorted(model_dir.glob("*/cfg")):
+        cfg = srsly.read_json(cfg_path)
+        if isinstance(cfg, dict) and isinstance(cfg.get("calibration"), dict):
+            return cfg["calibration"]
+    return {}
+
+
+def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]],
+           root: Path = ROOT) -> Dict[str, Any]:
+    """Collect the run's numbers from the files the workflow wrote (nothing typed by hand)."""
+    metrics_path = root / "metrics" / f"{dataset}.json"
+    metrics = srsly.read_json(metrics_path) if metrics_path.exists() else {}
+    report = calibration(root / "training" / dataset / "model-calibrated")
+    return {
+        "dataset": dataset, "vars": overrides, "steps": timings,
+        "total_min": round(sum(t["seconds"] for t in timings) / 60, 1),
+        "test": {key: metrics[key] for key in SCORES if key in metrics},
+        "calibrated_dev_f": report.get("dev_f"),
+        "selected_checkpoint": report.get("selected_checkpoint"),
+        "decision": report.get("decision"), "threshold": report.get("threshold"),
+    }
+
+
+def markdown(rec: Dict[str, Any]) -> str:
+    test = rec["test"]
+    lines = [f"# `spacy project run` on {rec['dataset']}", "",
+             f"commit {rec['commit']}, torch threads {rec['threads']}, load average "
+             f"{rec['load_before']:.1f} -> {rec['load_after']:.1f}, {rec['date']}; "
+             f"vars: {json.dumps(rec['vars'])}", "",
+             "| step | minutes | exit |", "|---|---|---|"]
+    lines += [f"| {t['step']} | {t['seconds'] / 60:.1f} | {t['returncode']} |" for t in rec["steps"]]
+    lines += ["", f"Total {rec['total_min']} min. Calibrated dev F "
+              f"{100 * (rec['calibrated_dev_f'] or 0):.1f} ({rec['selected_checkpoint']}, "
+              f"decision {rec['decision']} {rec['threshold']}); test span F "
+              f"{100 * test.get('spans_sc_f', 0):.1f} (P {100 * test.get('spans_sc_p', 0):.1f} / "
+              f"R {100 * test.get('spans_sc_r', 0):.1f}), ents F {100 * test.get('ents_f', 0):.1f}.", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--workflow", default="all")
+    parser.add_argument("--vars", nargs="*", default=[], help="more project vars, NAME=VALUE")
+    parser.add_argument("--force", action="store_true")
+    args = parser.parse_args()
+    overrides = {"dataset": args.dataset, **dict(v.split("=", 1) for v in args.vars)}
+    cli_vars = [f"--vars.{k}={v}" for k, v in overrides.items()]
+    import torch
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    load_before, timings = os.getloadavg()[0], []
+    for step in workflow_steps(args.workflow):
+        start = time.perf_counter()
+        cmd = [sys.executable, "-m", "spacy", "project", "run", step, ".", *cli_vars]
+        code = subprocess.run(cmd + (["--force"] if args.force else []), cwd=ROOT).returncode
+        timings.append({"step": step, "seconds": round(time.perf_counter() - start, 1), "returncode": code})
+        print(f"[project_run] {step}: {timings[-1]['seconds']:.0f} s, exit {code}", flush=True)
+        if code:
+            break
+    rec = record(args.dataset, overrides, timings)
+    rec.update(commit=commit, threads=torch.get_num_threads(), load_before=load_before,
+               load_after=os.getloadavg()[0], date=time.strftime("%Y-%m-%d"))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"project_run_{args.dataset}"
+    srsly.write_json(out.with_suffix(".json"), rec)
+    out.with_suffix(".md").write_text(markdown(rec), encoding="utf8")
+    print(markdown(rec))
+    sys.exit(1 if any(t["returncode"] for t in timings) else 0)
+
+
+if __name__ == "__main__":
+    main()
