@@ -6,7 +6,7 @@ time, the calibrated dev F the `calibrate` step chose, and the test scores of `e
 
 The steps run one by one (`spacy project run STEP . --vars.dataset D ...`, what `spacy
 project run WORKFLOW` does) so that each is timed; `--force` reruns steps whose outputs are
-up to date. Writes benchmarks/results/project_run_<dataset>.json and .md; the commit, the
+up to date. Writes benchmarks/results/project_run_<dataset>[_<var><value>...].json and .md; the commit, the
 torch thread count and the load average before and after are recorded with the numbers,
 because on a shared 2-core machine they say how much of the cores the run had.
 """
@@ -102,7 +102,9 @@ def main() -> None:
     rec.update(commit=commit, threads=torch.get_num_threads(), load_before=load_before,
                load_after=os.getloadavg()[0], date=time.strftime("%Y-%m-%d"))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"project_run_{args.dataset}"
+    # one file per data set and set of extra vars, so that a second seed does not replace the first
+    suffix = "".join(f"_{k}{v}" for k, v in overrides.items() if k != "dataset").replace("/", "-")
+    out = RESULTS / f"project_run_{args.dataset}{suffix}"
     srsly.write_json(out.with_suffix(".json"), rec)
     out.with_suffix(".md").write_text(markdown(rec), encoding="utf8")
     print(markdown(rec))
