@@ -23,7 +23,9 @@ import srsly
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-SCORES = ("spans_sc_p", "spans_sc_r", "spans_sc_f", "ents_p", "ents_r", "ents_f")
+# the package step's model card reads the same files: one reader of the calibration report
+sys.path.insert(0, str(ROOT / "scripts" / "packaging"))
+from model_card import SCORES, _find_calibration  # noqa: E402
 
 
 def workflow_steps(workflow: str) -> List[str]:
@@ -35,21 +37,12 @@ def workflow_steps(workflow: str) -> List[str]:
     return list(steps)
 
 
-def calibration(model_dir: Path) -> Dict[str, Any]:
-    """The calibration report stored in the calibrated pipeline's span categorizer cfg."""
-    for cfg_path in sorted(model_dir.glob("*/cfg")):
-        cfg = srsly.read_json(cfg_path)
-        if isinstance(cfg, dict) and isinstance(cfg.get("calibration"), dict):
-            return cfg["calibration"]
-    return {}
-
-
 def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]],
            root: Path = ROOT) -> Dict[str, Any]:
     """Collect the run's numbers from the files the workflow wrote (nothing typed by hand)."""
     metrics_path = root / "metrics" / f"{dataset}.json"
     metrics = srsly.read_json(metrics_path) if metrics_path.exists() else {}
-    report = calibration(root / "training" / dataset / "model-calibrated")
+    report = _find_calibration(root / "training" / dataset / "model-calibrated") or {}
     return {
         "dataset": dataset, "vars": overrides, "steps": timings,
         "total_min": round(sum(t["seconds"] for t in timings) / 60, 1),
