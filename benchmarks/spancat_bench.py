@@ -131,11 +131,13 @@ def train(dataset: str, system: str, corpus: Path, work: Path, args) -> dict:
     return result
 
 
-def tune_spancat_threshold(model: Path, dev_path: Path, output: Path) -> dict:
+def tune_spancat_threshold(model: Path, dev_path: Path, output: Path, spacy_tokens: bool = False) -> dict:
     """spaCy spancat's threshold chosen on dev by the search sciner calibrate uses: the
-    dev-micro-F1-best cutoff over every (suggested span, label) probability; saved."""
+    dev-micro-F1-best cutoff over every (suggested span, label) probability; saved.
+    `spacy_tokens`: run on spaCy's tokenization of the text (what `spacy train` with
+    gold_preproc = false trained on) instead of the gold words; spans are matched by
+    character offsets either way."""
     import numpy
-    from spacy.util import minibatch
 
     from spacy_sciner.spancat.filter import best_f1_threshold
 
@@ -144,8 +146,31 @@ def tune_spancat_threshold(model: Path, dev_path: Path, output: Path) -> dict:
     labels = {label: i for i, label in enumerate(spancat.labels)}
     n_labels = len(labels) + 1  # + a column for labels the model never saw (always misses)
     scores, correct, n_gold = [], [], 0
+    for gold_doc, doc, rows, probs in spancat_candidates(nlp, dev_path, spacy_tokens):
+        size = len(gold_doc.text) + 1
+        gold = {(s.start_char * size + s.end_char) * n_labels + labels.get(s.label_, n_labels - 1) for s in gold_doc.spans[SPANS_KEY]}
+        n_gold += len({(s.start, s.end, s.label_) for s in gold_doc.spans[SPANS_KEY]})
+        starts = numpy.array([t.idx for t in doc] + [len(doc.text)], dtype="int64")
+        ends = numpy.array([0] + [t.idx + len(t) for t in doc], dtype="int64")
+        keys = (starts[rows[:, 0].astype("int64")] * size + ends[rows[:, 1].astype("int64")]) * n_labels
+        pairs = keys[:, None] + numpy.arange(len(labels))[None, :]
+        correct.append(numpy.isin(pairs.ravel(), numpy.fromiter(gold, dtype="int64", count=len(gold))))
+        scores.append(probs.ravel())
+    best = best_f1_threshold(numpy.concatenate(scores), numpy.concatenate(correct), n_gold)
+    spancat.cfg["threshold"] = best["threshold"]
+    nlp.to_disk(output)
+    return {"threshold": best["threshold"], "dev_p": best["p"], "dev_r": best["r"], "dev_f": best["f"]}
+
+
+def spancat_candidates(nlp, dev_path: Path, spacy_tokens: bool):
+    """(gold doc, predicted doc, suggested (start, end) token rows, their label probabilities)
+    for every dev doc, from spaCy spancat's own suggester and model."""
+    from spacy.util import minibatch
+
+    spancat = nlp.get_pipe("spancat")
     for batch in minibatch(list(DocBin().from_disk(dev_path).get_docs(nlp.vocab)), 64):
-        docs = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in batch]
+        docs = [nlp.make_doc(d.text) if spacy_tokens else
+                Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in batch]
         for name, proc in nlp.pipeline:
             if name == "spancat":
                 break
@@ -153,19 +178,9 @@ def tune_spancat_threshold(model: Path, dev_path: Path, output: Path) -> dict:
         indices, probs = spancat.predict(docs)
         rows, probs = spancat.model.ops.to_numpy(indices.dataXd), spancat.model.ops.to_numpy(probs)
         offset = 0
-        for gold_doc, count in zip(batch, spancat.model.ops.to_numpy(indices.lengths).tolist()):
-            size = len(gold_doc) + 1
-            gold = {(s.start * size + s.end) * n_labels + labels.get(s.label_, n_labels - 1) for s in gold_doc.spans[SPANS_KEY]}
-            n_gold += len({(s.start, s.end, s.label_) for s in gold_doc.spans[SPANS_KEY]})
-            keys = (rows[offset : offset + count, 0].astype("int64") * size + rows[offset : offset + count, 1]) * n_labels
-            pairs = keys[:, None] + numpy.arange(len(labels))[None, :]
-            correct.append(numpy.isin(pairs.ravel(), numpy.fromiter(gold, dtype="int64", count=len(gold))))
-            scores.append(probs[offset : offset + count].ravel())
+        for gold_doc, doc, count in zip(batch, docs, spancat.model.ops.to_numpy(indices.lengths).tolist()):
+            yield gold_doc, doc, rows[offset : offset + count], probs[offset : offset + count]
             offset += count
-    best = best_f1_threshold(numpy.concatenate(scores), numpy.concatenate(correct), n_gold)
-    spancat.cfg["threshold"] = best["threshold"]
-    nlp.to_disk(output)
-    return {"threshold": best["threshold"], "dev_p": best["p"], "dev_r": best["r"], "dev_f": best["f"]}
 
 
 def model_dir(dataset: str, system: str, work: Path) -> Path:

@@ -1,0 +1,156 @@
+"""Does the test tokenization decide a comparison? Re-score convergence.py runs on spaCy's
+own tokenization of the text.
+
+convergence.py (spancat_bench.evaluate) scores test on the GOLD tokens: each test doc is
+rebuilt from its words. Every system there trains with `gold_preproc = false`, i.e. on spaCy's
+tokenization of the text (gold spans aligned to it), `sciner calibrate` reads dev the same way,
+but spaCy spancat's threshold was tuned on the gold tokens. Where the two tokenizations differ
+(SciERC: a hyphenated word such as "state-of-the-art" is one gold token and seven spaCy
+tokens), a pipeline is scored on a tokenization it never trained on. This script scores the
+same saved pipelines the way a user's `nlp(text)` runs them: spaCy's tokenizer on the text,
+exact labelled spans compared by character offsets against every gold span; spaCy spancat's
+threshold re-tuned on dev under that tokenization (the same dev-F1 search); sciner_spancat
+pipelines as calibrated. The gold-token scores are recomputed beside them as a check
+against convergence.json.
+
+    python benchmarks/tokenization_eval.py --dataset scierc \
+        --systems spacy_spancat_decay1470 sciner_spancat_hybrid_v2_decay1470
+    # -> benchmarks/results/tokenization_<dataset>.{json,md}
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import convergence  # noqa: E402
+import recipes  # noqa: E402
+import spancat_bench  # noqa: E402
+from convergence_report import portable  # noqa: E402
+
+ROOT = convergence.ROOT
+
+
+def char_spans(doc, system: str) -> set:
+    return {(s.start_char, s.end_char, s.label_) for s in spancat_bench.predicted_spans(doc, system)}
+
+
+def score(nlp, gold_docs: list, system: str, spacy_tokens: bool) -> dict:
+    """Exact labelled-span P/R/F by character offsets; the pipeline sees spaCy's tokens of
+    the text (`spacy_tokens`) or the gold words."""
+    from spacy.tokens import Doc
+
+    bare = [nlp.make_doc(d.text) if spacy_tokens else
+            Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold_docs]
+    preds = nlp.pipe(bare, batch_size=64)
+    gold = {(i, s.start_char, s.end_char, s.label_) for i, d in enumerate(gold_docs) for s in d.spans[spancat_bench.SPANS_KEY]}
+    pred = {(i, *span) for i, d in enumerate(preds) for span in char_spans(d, system)}
+    tp = len(gold & pred)
+    p, r = (tp / len(pred) if pred else 0.0), (tp / len(gold) if gold else 0.0)
+    return {"p": p, "r": r, "f": 2 * p * r / (p + r) if p + r else 0.0, "n_pred": len(pred), "n_gold": len(gold)}
+
+
+def differing_docs(nlp, docs: list) -> int:
+    """Docs whose spaCy tokenization differs from their gold words."""
+    return sum(1 for d in docs if [t.text for t in nlp.make_doc(d.text)] != [t.text for t in d])
+
+
+def rescore_run(run: dict, state: Path, corpus: Path, gold: dict) -> dict:
+    import spacy
+
+    run_dir = state / "runs" / run["dataset"] / f"{run['system']}-seed{run['seed']}"
+    model = recipes.scored_model(run_dir, run["system"])
+    out = {"system": run["system"], "seed": run["seed"], "model": str(model),
+           "convergence_test_f": run["summary"]["test_spans_f"]}
+    if convergence.base_system(run["system"]) == "spacy_spancat":
+        retuned = run_dir / "eval" / "calibrated-spacy-tokens"
+        out["threshold_spacy_tokens"] = spancat_bench.tune_spancat_threshold(
+            run_dir / (run["evaluation"] or {}).get("checkpoint", "model-best"), corpus / "dev.spacy", retuned, spacy_tokens=True)
+    for tokens in ("gold", "spacy"):
+        path = retuned if tokens == "spacy" and "threshold_spacy_tokens" in out else model
+        nlp = spacy.load(path)
+        for split in ("dev", "test"):
+            out[f"{split}_{tokens}_tokens"] = score(nlp, gold[split], run["system"], tokens == "spacy")
+    return out
+
+
+def write_markdown(result: dict, path: Path) -> None:
+    ds = result["dataset"]
+    lines = [f"# Test span F on gold tokens vs spaCy's tokens ({ds})", "",
+             f"{result['differing']['dev']} of {result['n_docs']['dev']} dev and "
+             f"{result['differing']['test']} of {result['n_docs']['test']} test docs are tokenized differently by spaCy "
+             "than in the gold data. Exact labelled spans by character offsets against every gold span; spaCy spancat's "
+             "threshold tuned on dev on the same tokenization as the column (gold-token column: convergence.py's choice); "
+             f"sciner_spancat as calibrated. {result['threads']} torch thread(s), load average "
+             f"{result['load'][0]:.1f} -> {result['load'][1]:.1f}, {result['updated']}.", "",
+             "| system | seed | test F, gold tokens (convergence.json) | test F, gold tokens | test F, spaCy tokens (P / R) "
+             "| dev F, gold tokens | dev F, spaCy tokens | spancat threshold (gold / spaCy tokens) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
+    for r in result["runs"]:
+        st = r["test_spacy_tokens"]
+        thr = "—"
+        if "threshold_spacy_tokens" in r:
+            thr = f"{r.get('threshold_gold_tokens', '?')} / {r['threshold_spacy_tokens']['threshold']}"
+        lines.append(f"| {r['system']} | {r['seed']} | {pct(r['convergence_test_f'])} | {pct(r['test_gold_tokens']['f'])} | "
+                     f"{pct(st['f'])} ({pct(st['p'])} / {pct(st['r'])}) | {pct(r['dev_gold_tokens']['f'])} | "
+                     f"{pct(r['dev_spacy_tokens']['f'])} | {thr} |")
+    lines += ["", "| system | seeds | mean test F, gold tokens | mean test F, spaCy tokens |", "|---|---|---:|---:|"]
+    for system, m in result["means"].items():
+        lines.append(f"| {system} | {', '.join(map(str, m['seeds']))} | {pct(m['test_gold_tokens'])} | {pct(m['test_spacy_tokens'])} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", default="scierc")
+    p.add_argument("--systems", nargs="+", required=True)
+    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--convergence", type=Path, default=ROOT / "benchmarks" / "results" / "convergence.json")
+    p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    import spacy
+    import torch
+    from spacy.tokens import DocBin
+
+    torch.set_num_threads(args.threads)
+    runs = [r for r in json.loads(args.convergence.read_text())["runs"].values()
+            if r["dataset"] == args.dataset and r["system"] in args.systems and r["summary"]["test_spans_f"] is not None]
+    missing = [f"{r['system']}/seed{r['seed']}" for r in runs
+               if not recipes.scored_model(args.state / "runs" / r["dataset"] / f"{r['system']}-seed{r['seed']}", r["system"]).exists()]
+    if not runs or missing:
+        p.error(f"no evaluated runs of {args.systems} on {args.dataset} in {args.convergence}" if not runs
+                else f"run state not found under {args.state} for {missing} (it lives outside the repository)")
+    corpus = convergence.get_corpus(args.dataset, args.state)
+    vocab = spacy.blank("en").vocab
+    gold = {split: list(DocBin().from_disk(corpus / f"{split}.spacy").get_docs(vocab)) for split in ("dev", "test")}
+    load_start = os.getloadavg()[0]
+    rows = []
+    for run in sorted(runs, key=lambda r: (r["system"], r["seed"])):
+        print(f"[{run['system']}/seed{run['seed']}] scoring", flush=True)
+        row = rescore_run(run, args.state, corpus, gold)
+        if "threshold_spacy_tokens" in row:
+            row["threshold_gold_tokens"] = (run["evaluation"].get("calibration") or {}).get("threshold")
+        rows.append(row)
+    means = {}
+    for system in sorted({r["system"] for r in rows}):
+        mine = [r for r in rows if r["system"] == system]
+        means[system] = {"seeds": [r["seed"] for r in mine],
+                         **{k: statistics.mean(r[k]["f"] for r in mine) for k in ("test_gold_tokens", "test_spacy_tokens")}}
+    blank = spacy.blank("en")
+    result = {"dataset": args.dataset, "runs": rows, "means": means, "threads": args.threads,
+              "n_docs": {k: len(v) for k, v in gold.items()}, "differing": {k: differing_docs(blank, v) for k, v in gold.items()},
+              "load": [load_start, os.getloadavg()[0]], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    out = args.results / f"tokenization_{args.dataset}"
+    out.with_suffix(".json").write_text(portable(json.dumps(result, indent=1)) + "\n")
+    write_markdown(result, out.with_suffix(".md"))
+    print(out.with_suffix(".md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
