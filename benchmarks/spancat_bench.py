@@ -162,6 +162,14 @@ def tune_spancat_threshold(model: Path, dev_path: Path, output: Path, spacy_toke
     return {"threshold": best["threshold"], "dev_p": best["p"], "dev_r": best["r"], "dev_f": best["f"]}
 
 
+def input_docs(nlp, gold_docs: list, spacy_tokens: bool = False) -> list:
+    """What a pipeline is given for `gold_docs`: their gold words, or spaCy's tokenization of
+    their text (what `spacy evaluate` and `nlp(text)` use). Never their annotations."""
+    from spacy_sciner.render import retokenized_copies
+
+    return [nlp.make_doc(d.text) for d in gold_docs] if spacy_tokens else retokenized_copies(gold_docs, nlp.vocab)
+
+
 def spancat_candidates(nlp, dev_path: Path, spacy_tokens: bool):
     """(gold doc, predicted doc, suggested (start, end) token rows, their label probabilities)
     for every dev doc, from spaCy spancat's own suggester and model."""
@@ -169,8 +177,7 @@ def spancat_candidates(nlp, dev_path: Path, spacy_tokens: bool):
 
     spancat = nlp.get_pipe("spancat")
     for batch in minibatch(list(DocBin().from_disk(dev_path).get_docs(nlp.vocab)), 64):
-        docs = [nlp.make_doc(d.text) if spacy_tokens else
-                Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in batch]
+        docs = input_docs(nlp, batch, spacy_tokens)
         for name, proc in nlp.pipeline:
             if name == "spancat":
                 break
@@ -215,8 +222,7 @@ def evaluate(dataset: str, system: str, corpus: Path, work: Path, model: Path = 
     nlp = spacy.load(model or model_dir(dataset, system, work))
     gold_docs = list(DocBin().from_disk(corpus / f"{split}.spacy").get_docs(nlp.vocab))
     # Predict from the words alone: gold never reaches the pipeline.
-    bare = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold_docs]
-    preds = list(nlp.pipe(bare, batch_size=64))
+    preds = list(nlp.pipe(input_docs(nlp, gold_docs), batch_size=64))
     if system.startswith("spacy_spancat"):  # also convergence.py's spacy_spancat_decay<N>
         # spaCy's spancat writes no doc.ents: decode its spans greedily (highest score
         # first, no overlap) so that the flat comparison is possible at all.

@@ -41,11 +41,7 @@ def char_spans(doc, system: str) -> set:
 def score(nlp, gold_docs: list, system: str, spacy_tokens: bool) -> dict:
     """Exact labelled-span P/R/F by character offsets; the pipeline sees spaCy's tokens of
     the text (`spacy_tokens`) or the gold words."""
-    from spacy.tokens import Doc
-
-    bare = [nlp.make_doc(d.text) if spacy_tokens else
-            Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in gold_docs]
-    preds = nlp.pipe(bare, batch_size=64)
+    preds = nlp.pipe(spancat_bench.input_docs(nlp, gold_docs, spacy_tokens), batch_size=64)
     gold = {(i, s.start_char, s.end_char, s.label_) for i, d in enumerate(gold_docs) for s in d.spans[spancat_bench.SPANS_KEY]}
     pred = {(i, *span) for i, d in enumerate(preds) for span in char_spans(d, system)}
     tp = len(gold & pred)
@@ -67,6 +63,7 @@ def rescore_run(run: dict, state: Path, corpus: Path, gold: dict) -> dict:
            "convergence_test_f": run["summary"]["test_spans_f"]}
     if convergence.base_system(run["system"]) == "spacy_spancat":
         retuned = run_dir / "eval" / "calibrated-spacy-tokens"
+        out["threshold_gold_tokens"] = ((run["evaluation"] or {}).get("calibration") or {}).get("threshold")
         out["threshold_spacy_tokens"] = spancat_bench.tune_spancat_threshold(
             run_dir / (run["evaluation"] or {}).get("checkpoint", "model-best"), corpus / "dev.spacy", retuned, spacy_tokens=True)
     for tokens in ("gold", "spacy"):
@@ -132,10 +129,7 @@ def main(argv=None) -> int:
     rows = []
     for run in sorted(runs, key=lambda r: (r["system"], r["seed"])):
         print(f"[{run['system']}/seed{run['seed']}] scoring", flush=True)
-        row = rescore_run(run, args.state, corpus, gold)
-        if "threshold_spacy_tokens" in row:
-            row["threshold_gold_tokens"] = (run["evaluation"].get("calibration") or {}).get("threshold")
-        rows.append(row)
+        rows.append(rescore_run(run, args.state, corpus, gold))
     means = {}
     for system in sorted({r["system"] for r in rows}):
         mine = [r for r in rows if r["system"] == system]
