@@ -112,7 +112,7 @@ def write_markdown(results: dict, path: Path) -> None:
             + f" | {s['train_seconds'] / 60:.1f} | {loads} | {checks} |")
     for ds in sorted({r["dataset"] for r in results["runs"].values()}):
         lines += ["", f"![{ds}](convergence_{ds}.png)"]
-    from convergence_runs import ENCODER_V2, SENTENCIZED, SPAN_HEAD, base_system  # (here: convergence_runs imports spaCy)
+    from convergence_runs import ENCODER_V2, GOLD_PREPROC, SENTENCIZED, SPAN_HEAD, base_system  # (here: convergence_runs imports spaCy)
 
     lines += ["", "## What ran", "",
               "Each segment is one `spacy train` of the run's config (saved beside it in the state dir) with these "
@@ -127,6 +127,8 @@ def write_markdown(results: dict, path: Path) -> None:
         if base_system(r["system"]) in ENCODER_V2:
             lines.append("  - encoder: spacy-sciner.TransformerModel.v2, max_padded_wordpieces 512 (the configs since "
                          "bf300b6); runs of the other systems here used v1, one encoder call per batch")
+        if base_system(r["system"]) in GOLD_PREPROC:
+            lines.append("  - corpora: gold_preproc = true (trained and selected on the data set's own words)")
         if r.get("domain_assets"):
             lines.append("  - domain pretraining, built once per data set before the first segment (not in train min): "
                          + ", ".join(f"{k} {v / 60:.1f} min" if v is not None else f"{k} ? min"

@@ -310,6 +310,33 @@ def test_v2_system_trains_the_default_config_with_the_bucketed_encoder(tmp_path)
     assert config["training"]["max_steps"] == 2000
 
 
+def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
+    """The *_goldtok systems set gold_preproc on train and dev, in the first segment and in a
+    continued one (whose components come from model-last but whose corpora do not); their
+    plain counterparts keep spaCy's tokenization."""
+    from spacy.util import load_config
+
+    names = ("sciner_spancat_hybrid_v2_goldtok_decay1470", "spacy_spancat_goldtok_decay1470",
+             "sciner_spancat_hybrid_v2_decay1470", "spacy_spancat_decay1470")
+    (tmp_path / "first").mkdir()
+    configs = run_configs(tmp_path / "first", "scierc", *names)
+    for name in names:
+        corpora = configs[name]["corpora"]
+        expected = "goldtok" in name
+        assert corpora["train"]["gold_preproc"] is expected and corpora["dev"]["gold_preproc"] is expected, name
+    # A continued segment of the hybrid variant: sourced components, gold_preproc still set.
+    args = convergence.parse_args(["--datasets", "scierc"])
+    args.deadline = 0
+    run = convergence_runs.Run(tmp_path, "scierc", names[0], 0)
+    run.m["curve"] = [{"step": 50, "seconds": 1.0, "score": 0.1}]
+    seg = tmp_path / "continued"
+    seg.mkdir()
+    cont = load_config(convergence_runs.run_config(run, args, tmp_path, seg), interpolate=False)
+    assert cont["components"]["sciner_spancat"] == {"source": str(run.dir / "model-last")}
+    assert cont["corpora"]["train"]["gold_preproc"] is True and cont["corpora"]["dev"]["gold_preproc"] is True
+    assert convergence_runs.base_system(names[0]) in convergence_runs.ENCODER_V2
+
+
 def test_weak_encoder_system_needs_its_encoder(tmp_path, capsys):
     """The default recipe on a weak-pretrained encoder: refused without --encoder (before any
     training), trained on the given folder with the v2 encoder otherwise; not in the default list."""
