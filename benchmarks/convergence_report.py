@@ -128,7 +128,7 @@ def write_markdown(results: dict, path: Path) -> None:
             lines.append("  - encoder: spacy-sciner.TransformerModel.v2, max_padded_wordpieces 512 (the configs since "
                          "bf300b6); runs of the other systems here used v1, one encoder call per batch")
         if base_system(r["system"]) in GOLD_PREPROC:
-            lines.append("  - corpora: gold_preproc = true (trained and selected on the data set's own words)")
+            lines.append("  - corpora: spacy-sciner.GoldTokensCorpus.v1 (trained and selected on the data set's own words)")
         if r.get("domain_assets"):
             lines.append("  - domain pretraining, built once per data set before the first segment (not in train min): "
                          + ", ".join(f"{k} {v / 60:.1f} min" if v is not None else f"{k} ? min"

@@ -46,9 +46,10 @@ SYSTEMS = {
     # one pretrained on fewshot.py's weak corpus of the full training set (the set's own
     # training entities + candidates mined from its aux text); the run records the path.
     "sciner_spancat_hybrid_v2_weak": ("configs/sciner_spancat_hybrid.cfg", True),
-    # Trained and selected on the data set's own tokens (`gold_preproc = true` for train and
-    # dev) instead of spaCy's tokenization of the text: the setting in which the benchmark's
-    # gold-token test scores match training (tokenization_eval.py measures the other one).
+    # Trained and selected on the data set's own tokens (spacy-sciner.GoldTokensCorpus.v1, i.e.
+    # spaCy's gold_preproc keeping doc.spans, for train and dev) instead of spaCy's tokenization
+    # of the text: the setting in which the benchmark's gold-token test scores match training
+    # (tokenization_eval.py measures the other one).
     "sciner_spancat_hybrid_v2_goldtok": ("configs/sciner_spancat_hybrid.cfg", True),
     "spacy_spancat_goldtok": ("configs/spacy_spancat.cfg", True),
 }
@@ -61,7 +62,7 @@ SPAN_HEAD = {"sciner_spancat_hybrid_ends": {"reducer": "max_endpoints", "width_e
 SENTENCIZED = {"sciner_spancat_hybrid_sents"}
 # Systems named for the encoder architecture their runs used (the others' runs so far: v1).
 ENCODER_V2 = {"sciner_spancat_hybrid_v2", "sciner_spancat_hybrid_v2_weak", "sciner_spancat_hybrid_v2_goldtok"}
-# Systems that train and pick model-best on the corpus's own words (gold_preproc).
+# Systems that train and pick model-best on the corpus's own words (GoldTokensCorpus.v1).
 GOLD_PREPROC = {"sciner_spancat_hybrid_v2_goldtok", "spacy_spancat_goldtok"}
 # Systems that need an encoder other than the default (--encoder; checked before any training).
 OWN_ENCODER = {"sciner_spancat_hybrid_v2_weak"}
@@ -150,7 +151,9 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
     cfg["system"]["seed"] = run.seed
     cfg["paths"]["train"], cfg["paths"]["dev"] = str(corpus / "train.spacy"), str(corpus / "dev.spacy")
     if base_system(run.system) in GOLD_PREPROC:  # every segment: the corpora are not sourced
-        cfg["corpora"]["train"]["gold_preproc"] = cfg["corpora"]["dev"]["gold_preproc"] = True
+        # spaCy's own gold_preproc drops doc.spans (its sentences are Span.as_doc copies).
+        for split in ("train", "dev"):
+            cfg["corpora"][split] = {"@readers": "spacy-sciner.GoldTokensCorpus.v1", "path": f"${{paths.{split}}}"}
     T["logger"] = {"@loggers": "spacy-sciner.JSONLLogger.v1", "path": str(seg_dir / "curve.jsonl"),
                    "progress_bar": False, "console_output": True}
     if transformer:

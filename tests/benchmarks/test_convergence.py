@@ -311,9 +311,9 @@ def test_v2_system_trains_the_default_config_with_the_bucketed_encoder(tmp_path)
 
 
 def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
-    """The *_goldtok systems set gold_preproc on train and dev, in the first segment and in a
-    continued one (whose components come from model-last but whose corpora do not); their
-    plain counterparts keep spaCy's tokenization."""
+    """The *_goldtok systems read train and dev with GoldTokensCorpus.v1 (gold_preproc that
+    keeps doc.spans), in the first segment and in a continued one (whose components come from
+    model-last but whose corpora do not); their plain counterparts keep spaCy's tokenization."""
     from spacy.util import load_config
 
     names = ("sciner_spancat_hybrid_v2_goldtok_decay1470", "spacy_spancat_goldtok_decay1470",
@@ -322,8 +322,12 @@ def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
     configs = run_configs(tmp_path / "first", "scierc", *names)
     for name in names:
         corpora = configs[name]["corpora"]
-        expected = "goldtok" in name
-        assert corpora["train"]["gold_preproc"] is expected and corpora["dev"]["gold_preproc"] is expected, name
+        readers = {corpora[split]["@readers"] for split in ("train", "dev")}
+        if "goldtok" in name:
+            assert readers == {"spacy-sciner.GoldTokensCorpus.v1"}, name
+            assert corpora["train"]["path"] == "${paths.train}" and corpora["dev"]["path"] == "${paths.dev}"
+        else:
+            assert readers == {"spacy.Corpus.v1"} and corpora["train"]["gold_preproc"] is False, name
     # A continued segment of the hybrid variant: sourced components, gold_preproc still set.
     args = convergence.parse_args(["--datasets", "scierc"])
     args.deadline = 0
@@ -333,7 +337,7 @@ def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
     seg.mkdir()
     cont = load_config(convergence_runs.run_config(run, args, tmp_path, seg), interpolate=False)
     assert cont["components"]["sciner_spancat"] == {"source": str(run.dir / "model-last")}
-    assert cont["corpora"]["train"]["gold_preproc"] is True and cont["corpora"]["dev"]["gold_preproc"] is True
+    assert cont["corpora"]["train"]["@readers"] == cont["corpora"]["dev"]["@readers"] == "spacy-sciner.GoldTokensCorpus.v1"
     assert convergence_runs.base_system(names[0]) in convergence_runs.ENCODER_V2
 
 
