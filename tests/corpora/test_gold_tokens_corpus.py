@@ -6,17 +6,18 @@ from spacy.training import Corpus
 
 from spacy_sciner.corpora.docbin import GoldTokensCorpus
 
-WORDS = ["Graph", "-", "based", "parsing", "works", ".", "We", "use", "CRF", "models", "."]
-SPACES = [False, False, True, True, False, True, True, True, True, False, False]
+# "Graph-based" is one gold token; spaCy's tokenizer would make it three.
+WORDS = ["Graph-based", "parsing", "works", ".", "We", "use", "CRF", "models", "."]
+SPACES = [True, True, False, True, True, True, True, False, False]
 
 
 def two_sentence_doc(nlp, cross=False):
-    doc = Doc(nlp.vocab, words=WORDS, spaces=SPACES, sent_starts=[True] + [False] * 5 + [True] + [False] * 4)
-    doc.spans["sc"] = [Span(doc, 0, 4, "Method"), Span(doc, 8, 10, "Method"), Span(doc, 8, 9, "Task")]
+    doc = Doc(nlp.vocab, words=WORDS, spaces=SPACES, sent_starts=[True] + [False] * 3 + [True] + [False] * 4)
+    doc.spans["sc"] = [Span(doc, 0, 2, "Method"), Span(doc, 6, 8, "Method"), Span(doc, 6, 7, "Task")]
     doc.spans["sc"].attrs["source"] = "gold"
     if cross:
-        doc.spans["sc"] = [Span(doc, 3, 8, "Method")]
-    doc.ents = [Span(doc, 8, 9, "Method")]
+        doc.spans["sc"] = [Span(doc, 1, 6, "Method")]
+    doc.ents = [Span(doc, 6, 7, "Method")]
     return doc
 
 
@@ -30,13 +31,13 @@ def test_sentences_carry_their_spans_and_the_gold_words(tmp_path):
     nlp = spacy.blank("en")
     path = write(tmp_path, [two_sentence_doc(nlp)])
     egs = list(GoldTokensCorpus(path)(nlp))
-    assert [[t.text for t in eg.reference] for eg in egs] == [WORDS[:6], WORDS[6:]]
-    # The predicted docs have the gold words (not spaCy's: it would split nothing differently
-    # here but "Graph-based" shows the words are taken as they are) and no annotation.
-    assert [[t.text for t in eg.predicted] for eg in egs] == [WORDS[:6], WORDS[6:]]
+    assert [[t.text for t in eg.reference] for eg in egs] == [WORDS[:4], WORDS[4:]]
+    # The predicted docs have the gold words, not spaCy's tokens, and no annotation.
+    assert [[t.text for t in eg.predicted] for eg in egs] == [WORDS[:4], WORDS[4:]]
+    assert len(nlp.make_doc(egs[0].reference.text)) == 6
     assert all(not eg.predicted.spans and not eg.predicted.ents for eg in egs)
     got = [[(s.start, s.end, s.label_, s.text) for s in eg.reference.spans["sc"]] for eg in egs]
-    assert got == [[(0, 4, "Method", "Graph-based parsing")], [(2, 4, "Method", "CRF models"), (2, 3, "Task", "CRF")]]
+    assert got == [[(0, 2, "Method", "Graph-based parsing")], [(2, 4, "Method", "CRF models"), (2, 3, "Task", "CRF")]]
     assert [eg.reference.spans["sc"].attrs["source"] for eg in egs] == ["gold", "gold"]
     assert [[e.text for e in eg.reference.ents] for eg in egs] == [[], ["CRF"]]
 
@@ -62,7 +63,7 @@ def test_spacy_gold_preproc_drops_span_groups_and_this_reader_does_not(tmp_path)
 def test_single_sentence_and_unsegmented_docs_are_kept_whole(tmp_path):
     nlp = spacy.blank("en")
     doc = Doc(nlp.vocab, words=WORDS, spaces=SPACES)  # no sentence starts
-    doc.spans["sc"] = [Span(doc, 8, 10, "Method")]
+    doc.spans["sc"] = [Span(doc, 6, 8, "Method")]
     egs = list(GoldTokensCorpus(write(tmp_path, [doc, Doc(nlp.vocab, words=[])]))(nlp))
     assert len(egs) == 1 and len(egs[0].reference) == len(WORDS)  # the empty doc is skipped
     assert [s.text for s in egs[0].reference.spans["sc"]] == ["CRF models"]
