@@ -25,7 +25,7 @@ def train_env(args) -> dict:
 
 def evaluate_run(run, args, corpus: Path, checkpoint: str = "model-best") -> dict:
     """Dev-chosen decision rule on a checkpoint (model-best: sciner also model-last), then test F."""
-    from convergence_runs import base_system  # (convergence_runs imports this module)
+    from convergence_runs import GOLD_PREPROC, base_system  # (convergence_runs imports this module)
 
     edir = run.dir / ("eval" if checkpoint == "model-best" else f"eval-{checkpoint.replace('/', '-')}")
     shutil.rmtree(edir, ignore_errors=True)
@@ -35,6 +35,8 @@ def evaluate_run(run, args, corpus: Path, checkpoint: str = "model-best") -> dic
     if run.system.startswith("sciner_spancat"):
         out = edir / "calibrated"
         also = ["--also", str(run.dir / "model-last")] if checkpoint == "model-best" else []
+        if base_system(run.system) in GOLD_PREPROC:  # dev read as it was during training
+            also.append("--gold-tokens")
         cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(selected),
                               str(corpus / "dev.spacy"), str(out), *also],
                              capture_output=True, text=True, cwd=ROOT, env=train_env(args))

@@ -23,11 +23,13 @@ def calibrate_cli(
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for CPU"),
     batch_size: int = typer.Option(64, "--batch-size", help="Docs per batch"),
     abbreviations: str = typer.Option("off", "--abbreviations", help="Add sciner_abbreviations after the span categorizer: off, on, or auto (only if it raises the calibrated dev span F)"),
+    gold_tokens: bool = typer.Option(False, "--gold-tokens", help="Read dev on its own tokens and sentences (spacy-sciner.GoldTokensCorpus.v1), for a pipeline trained that way"),
 ) -> None:
     """Calibrate a trained sciner_spancat on dev, print the report and save the pipeline.
 
     Dev docs are read like `spacy evaluate` reads them (spacy.Corpus), so the filter
-    recall is measured on the same tokenization the pipeline will see. Arguments and
+    recall is measured on the same tokenization the pipeline will see; with --gold-tokens
+    on the DocBin's own words (a pipeline trained with GoldTokensCorpus.v1). Arguments and
     the output directory are checked before the (long) calibration runs. With --also,
     every checkpoint is calibrated and the best on dev (calibrated micro F, ties: the
     first) is saved: `spacy train` does not score its last updates, model-last may be
@@ -53,7 +55,7 @@ def calibrate_cli(
     setup_gpu(gpu_id)
     best = None
     for path in candidates:
-        nlp, report, name, examples = _calibrate(path, dev_path, component, target_recall, tune_threshold, batch_size)
+        nlp, report, name, examples = _calibrate(path, dev_path, component, target_recall, tune_threshold, batch_size, gold_tokens)
         if len(candidates) > 1:
             typer.echo(f"{path}: calibrated dev F {report.get('dev_f', float('nan')):.4f}")
         if best is None or report.get("dev_f", 0.0) > best[1].get("dev_f", 0.0):
@@ -73,12 +75,13 @@ def calibrate_cli(
 
 
 def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target_recall: float,
-               tune_threshold: bool, batch_size: int) -> Tuple[Any, Dict[str, Any], str, list]:
+               tune_threshold: bool, batch_size: int, gold_tokens: bool = False) -> Tuple[Any, Dict[str, Any], str, list]:
     """Load one checkpoint, calibrate its sciner_spancat on dev and print the report.
     Returns the pipeline, the report, the component's name and the dev examples."""
     import spacy
     from spacy.training import Corpus
 
+    from ..corpora.docbin import GoldTokensCorpus
     from .component import SciNERSpanCategorizer
 
     try:
@@ -94,7 +97,7 @@ def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target
         fail(f"Need exactly one sciner_spancat in {model_dir}, found {names}; use --component")
     pipe = nlp.get_pipe(names[0])
     try:
-        examples = list(Corpus(dev_path)(nlp))
+        examples = list((GoldTokensCorpus if gold_tokens else Corpus)(dev_path)(nlp))
     except (OSError, ValueError) as err:
         fail(f"{dev_path}: not a readable DocBin (.spacy) ({_first_line(err)})")
     if not examples:
@@ -105,6 +108,7 @@ def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target
     report = pipe.calibrate(
         examples, target_recall=target_recall, tune_threshold=tune_threshold, nlp=nlp, batch_size=batch_size
     )
+    report["dev_tokens"] = "gold" if gold_tokens else "spacy"  # which tokenization dev was read on
     typer.echo(
         f"filter threshold {report['filter_threshold']:.4g}: keeps {report['filter_recall']:.2%} of the "
         f"{report['n_gold_spans'] - report['n_gold_longer_than_max']} gold spans up to max_span_length "

@@ -341,6 +341,25 @@ def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
     assert convergence_runs.base_system(names[0]) in convergence_runs.ENCODER_V2
 
 
+def test_gold_token_runs_are_calibrated_on_gold_tokens(tmp_path, monkeypatch):
+    """evaluate_run calibrates a *_goldtok sciner run with --gold-tokens (dev as it was read in
+    training), a plain run without."""
+    import convergence_eval
+
+    calls = []
+
+    def fake_run(cmd, **kwargs):
+        calls.append(cmd)
+        return SimpleNamespace(returncode=1, stderr="stop here", stdout="")
+
+    monkeypatch.setattr(convergence_eval.subprocess, "run", fake_run)
+    args = convergence.parse_args(["--datasets", "scierc"])
+    for system in ("sciner_spancat_hybrid_v2_goldtok_decay1470", "sciner_spancat_hybrid_v2_decay1470"):
+        with pytest.raises(RuntimeError, match="stop here"):
+            convergence_eval.evaluate_run(convergence_runs.Run(tmp_path, "scierc", system, 0), args, tmp_path)
+    assert [("calibrate" in c, "--gold-tokens" in c) for c in calls] == [(True, True), (True, False)]
+
+
 def test_weak_encoder_system_needs_its_encoder(tmp_path, capsys):
     """The default recipe on a weak-pretrained encoder: refused without --encoder (before any
     training), trained on the given folder with the v2 encoder otherwise; not in the default list."""

@@ -201,3 +201,27 @@ def test_calibrate_abbreviations_choice_is_saved(trained_nlp, tmp_path, mode):
 def test_calibrate_bad_abbreviations_mode(saved, tmp_path, no_work, assert_cli_error):
     model, dev = saved
     assert_cli_error(calibrate(model, dev, tmp_path / "out", "--abbreviations", "yes"), "--abbreviations", "yes")
+
+
+def test_calibrate_gold_tokens_reads_dev_on_its_own_words(trained_nlp, tmp_path):
+    """--gold-tokens: dev through GoldTokensCorpus.v1, the gold words as they are ("neural-nets"
+    one token, where spaCy's tokenizer makes three): fewer candidate spans, the same gold."""
+    from spacy.tokens import Doc, Span
+
+    trained_nlp.to_disk(tmp_path / "model")
+    # Known spaces: spaCy's Corpus would keep the words of a doc without them.
+    ref = Doc(trained_nlp.vocab, words=["the", "support", "vector", "machine", "beats", "neural-nets"], spaces=[True] * 5 + [False])
+    ref.spans["sc"] = [Span(ref, 1, 4, "Method"), Span(ref, 5, 6, "Method")]
+    DocBin(docs=[ref, *write_docs(trained_nlp)]).to_disk(tmp_path / "dev.spacy")
+    reports = {}
+    for flag in ([], ["--gold-tokens"]):
+        result = calibrate(tmp_path / "model", tmp_path / "dev.spacy", tmp_path / f"out{len(flag)}", *flag)
+        assert result.exit_code == 0, result.output
+        reports[bool(flag)] = spacy.load(tmp_path / f"out{len(flag)}").get_pipe("sciner_spancat").cfg["calibration"]
+    assert (reports[True]["dev_tokens"], reports[False]["dev_tokens"]) == ("gold", "spacy")
+    assert reports[True]["n_gold_spans"] == reports[False]["n_gold_spans"] == 9
+    assert reports[True]["n_candidates"] < reports[False]["n_candidates"]
+
+
+def write_docs(nlp):
+    return [eg.reference for eg in make_examples(nlp)]
