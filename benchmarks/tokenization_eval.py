@@ -2,16 +2,19 @@
 own tokenization of the text.
 
 convergence.py (spancat_bench.evaluate) scores test on the GOLD tokens: each test doc is
-rebuilt from its words. Every system there trains with `gold_preproc = false`, i.e. on spaCy's
-tokenization of the text (gold spans aligned to it), `sciner calibrate` reads dev the same way,
-but spaCy spancat's threshold was tuned on the gold tokens. Where the two tokenizations differ
-(SciERC: a hyphenated word such as "state-of-the-art" is one gold token and seven spaCy
-tokens), a pipeline is scored on a tokenization it never trained on. This script scores the
-same saved pipelines the way a user's `nlp(text)` runs them: spaCy's tokenizer on the text,
-exact labelled spans compared by character offsets against every gold span; spaCy spancat's
-threshold re-tuned on dev under that tokenization (the same dev-F1 search); sciner_spancat
-pipelines as calibrated. The gold-token scores are recomputed beside them as a check
-against convergence.json.
+rebuilt from its words. Most systems there train with `gold_preproc = false`, i.e. on spaCy's
+tokenization of the text (gold spans aligned to it), and `sciner calibrate` reads dev the same
+way; spaCy spancat's threshold is tuned on the gold tokens; the *_goldtok systems train,
+select and calibrate on the gold words (spacy-sciner.GoldTokensCorpus.v1). Where the two
+tokenizations differ (SciERC: a hyphenated word such as "state-of-the-art" is one gold token
+and seven spaCy tokens), a pipeline may be scored on a tokenization it never trained on. This
+script scores the same saved pipelines both ways: on the gold words, and the way a user's
+`nlp(text)` runs them (spaCy's tokenizer on the text); exact labelled spans compared by
+character offsets against every gold span. In each column every system's decision rule is
+chosen on dev in that column's tokenization: convergence.py's where it already was, re-tuned
+here otherwise (spaCy spancat's threshold by the same dev-F1 search; sciner_spancat by
+`sciner calibrate` of the checkpoint its calibration selected, with or without --gold-tokens).
+convergence.json's own test F is shown beside them as a check.
 
     python benchmarks/tokenization_eval.py --dataset scierc \
         --systems spacy_spancat_decay1470 sciner_spancat_hybrid_v2_decay1470
@@ -21,6 +24,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,6 +34,7 @@ import convergence  # noqa: E402
 import recipes  # noqa: E402
 import spancat_bench  # noqa: E402
 from convergence_report import portable  # noqa: E402
+from convergence_runs import GOLD_PREPROC  # noqa: E402
 
 ROOT = convergence.ROOT
 
@@ -55,23 +60,64 @@ def differing_docs(nlp, docs: list) -> int:
 
 
 def rescore_run(run: dict, state: Path, corpus: Path, gold: dict) -> dict:
+    """Dev and test F of one run on both tokenizations, each with the decision rule chosen
+    on dev in that tokenization: the run's own (convergence.py's) where it matches, re-tuned
+    otherwise (spaCy spancat: its threshold; sciner_spancat: `sciner calibrate` of the
+    checkpoint its calibration selected, with or without --gold-tokens)."""
     import spacy
 
     run_dir = state / "runs" / run["dataset"] / f"{run['system']}-seed{run['seed']}"
     model = recipes.scored_model(run_dir, run["system"])
     out = {"system": run["system"], "seed": run["seed"], "model": str(model),
            "convergence_test_f": run["summary"]["test_spans_f"]}
-    if convergence.base_system(run["system"]) == "spacy_spancat":
-        retuned = run_dir / "eval" / "calibrated-spacy-tokens"
+    base = convergence.base_system(run["system"])
+    # convergence.py tunes spaCy spancat on gold tokens; sciner as the run read dev in training.
+    native = "spacy" if run["system"].startswith("sciner_spancat") and base not in GOLD_PREPROC else "gold"
+    models = {native: model}
+    other = "gold" if native == "spacy" else "spacy"
+    retuned = run_dir / "eval" / f"calibrated-{other}-tokens"
+    if base == "spacy_spancat":
         out["threshold_gold_tokens"] = ((run["evaluation"] or {}).get("calibration") or {}).get("threshold")
         out["threshold_spacy_tokens"] = spancat_bench.tune_spancat_threshold(
             run_dir / (run["evaluation"] or {}).get("checkpoint", "model-best"), corpus / "dev.spacy", retuned, spacy_tokens=True)
+        models[other] = retuned
+    elif run["system"].startswith("sciner_spancat"):
+        out[f"calibration_{other}_tokens"] = recalibrate(model, corpus / "dev.spacy", retuned, gold_tokens=other == "gold")
+        models[other] = retuned
+    else:
+        models[other] = model
+    out["rule_tuned_on"] = {native: "convergence.py", other: "re-tuned here" if models[other] != model else "none (no rule)"}
     for tokens in ("gold", "spacy"):
-        path = retuned if tokens == "spacy" and "threshold_spacy_tokens" in out else model
-        nlp = spacy.load(path)
+        nlp = spacy.load(models[tokens])
+        out[f"rule_{tokens}_tokens"] = decision_rule(nlp)
         for split in ("dev", "test"):
             out[f"{split}_{tokens}_tokens"] = score(nlp, gold[split], run["system"], tokens == "spacy")
     return out
+
+
+def decision_rule(nlp) -> str:
+    """The pipeline's span decision, short: spancat's threshold, sciner's argmax or floor."""
+    if "spancat" in nlp.pipe_names:
+        return f"threshold {nlp.get_pipe('spancat').cfg['threshold']:.3g}"
+    if "sciner_spancat" in nlp.pipe_names:
+        cfg = nlp.get_pipe("sciner_spancat").cfg
+        return "argmax" if cfg.get("threshold") is None else f"floor {cfg['threshold']:.3g}"
+    return "—"
+
+
+def recalibrate(calibrated: Path, dev: Path, output: Path, gold_tokens: bool) -> dict:
+    """`sciner calibrate` of the checkpoint a calibrated pipeline was made from, on dev read
+    with (gold_tokens) or without the gold words; returns the new report."""
+    import spacy
+
+    report = spacy.load(calibrated).get_pipe("sciner_spancat").cfg["calibration"]
+    checkpoint = report.get("selected_checkpoint") or str(calibrated)
+    cmd = [sys.executable, "-m", "spacy_sciner", "calibrate", checkpoint, str(dev), str(output)] + (["--gold-tokens"] if gold_tokens else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode:
+        raise RuntimeError(f"calibrate failed: {(done.stderr or done.stdout)[-500:]}")
+    new = spacy.load(output).get_pipe("sciner_spancat").cfg["calibration"]
+    return {k: new.get(k) for k in ("dev_tokens", "filter_threshold", "threshold", "decision", "dev_f")}
 
 
 def write_markdown(result: dict, path: Path) -> None:
@@ -79,19 +125,18 @@ def write_markdown(result: dict, path: Path) -> None:
     lines = [f"# Test span F on gold tokens vs spaCy's tokens ({ds})", "",
              f"{result['differing']['dev']} of {result['n_docs']['dev']} dev and "
              f"{result['differing']['test']} of {result['n_docs']['test']} test docs are tokenized differently by spaCy "
-             "than in the gold data. Exact labelled spans by character offsets against every gold span; spaCy spancat's "
-             "threshold tuned on dev on the same tokenization as the column (gold-token column: convergence.py's choice); "
-             f"sciner_spancat as calibrated. {result['threads']} torch thread(s), load average "
+             "than in the gold data. Exact labelled spans by character offsets against every gold span; each system's "
+             "decision rule (spaCy spancat's threshold; sciner_spancat's filter and rule, `sciner calibrate`) chosen on dev "
+             "in the column's tokenization, re-tuned where convergence.py chose it on the other one. "
+             f"{result['threads']} torch thread(s), load average "
              f"{result['load'][0]:.1f} -> {result['load'][1]:.1f}, {result['updated']}.", "",
              "| system | seed | test F, gold tokens (convergence.json) | test F, gold tokens | test F, spaCy tokens (P / R) "
-             "| dev F, gold tokens | dev F, spaCy tokens | spancat threshold (gold / spaCy tokens) |",
+             "| dev F, gold tokens | dev F, spaCy tokens | decision rule (gold / spaCy tokens) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
     for r in result["runs"]:
         st = r["test_spacy_tokens"]
-        thr = "—"
-        if "threshold_spacy_tokens" in r:
-            thr = f"{r.get('threshold_gold_tokens', '?')} / {r['threshold_spacy_tokens']['threshold']}"
+        thr = f"{r.get('rule_gold_tokens', '?')} / {r.get('rule_spacy_tokens', '?')}"
         lines.append(f"| {r['system']} | {r['seed']} | {pct(r['convergence_test_f'])} | {pct(r['test_gold_tokens']['f'])} | "
                      f"{pct(st['f'])} ({pct(st['p'])} / {pct(st['r'])}) | {pct(r['dev_gold_tokens']['f'])} | "
                      f"{pct(r['dev_spacy_tokens']['f'])} | {thr} |")
