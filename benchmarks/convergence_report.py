@@ -37,10 +37,14 @@ def summarize(m: dict, marks: list) -> dict:
 
 def write_results(state: Path, results_dir: Path, args) -> Path:
     """Rebuild convergence.{json,md,png} from every run in the state dir + the runs already
-    in the JSON (so that runs from other machines or lost state stay)."""
+    in the JSON (so that runs from other machines or lost state stay), less failed runs whose
+    state was deleted."""
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / "convergence.json"
     runs = json.loads(path.read_text()).get("runs", {}) if path.exists() else {}
+    # A failed run whose state is gone (deleted to start it over) measured nothing to keep.
+    runs = {k: m for k, m in runs.items() if m.get("status") != "failed"
+            or (state / "runs" / m["dataset"] / f"{m['system']}-seed{m['seed']}").exists()}
     for manifest in sorted((state / "runs").glob("*/*/manifest.json")):
         m = json.loads(manifest.read_text())
         # A run still training (in another process, or killed mid-segment) is no result:

@@ -182,6 +182,27 @@ def test_running_runs_do_not_replace_recorded_results(tmp_path):
     assert load(results)["new/spacy_ner_cnn/seed0"]["status"] == "converged"
 
 
+def test_failed_runs_whose_state_is_deleted_leave_the_results(tmp_path):
+    """A failed run deleted to start over drops out of convergence.json; a failed run whose
+    state is still there stays (its log says why), and so does a finished run whose state
+    was lost with another machine."""
+    from convergence_report import write_results
+
+    state, results = tmp_path / "state", tmp_path / "results"
+    results.mkdir()
+
+    def manifest(dataset, status):
+        return {"dataset": dataset, "system": "spacy_ner_cnn", "seed": 0, "status": status, "curve": [],
+                "segments": [], "best": None, "resume_checks": [], "evaluation": None}
+
+    recorded = {f"{ds}/spacy_ner_cnn/seed0": manifest(ds, status)
+                for ds, status in (("deleted", "failed"), ("kept", "failed"), ("lost", "converged"))}
+    (results / "convergence.json").write_text(json.dumps({"runs": recorded}))
+    (state / "runs" / "kept" / "spacy_ner_cnn-seed0").mkdir(parents=True)
+    write_results(state, results, SimpleNamespace(marks=[15.0], smoke=True, encoder="x"))
+    assert set(load(results)) == {"kept/spacy_ner_cnn/seed0", "lost/spacy_ner_cnn/seed0"}
+
+
 def test_an_evaluation_of_another_best_checkpoint_is_stale():
     """A run evaluated while stopped, then continued to a better checkpoint, is evaluated again."""
     stale_evaluation = convergence.stale_evaluation
