@@ -44,7 +44,7 @@ def evaluate_run(run, args, corpus: Path, checkpoint: str = "model-best") -> dic
             raise RuntimeError(f"calibrate failed: {(cal.stderr or cal.stdout)[-500:]}")
         info["calibration_log"] = cal.stdout[-1500:]
         selected = out
-    elif base_system(run.system) == "spacy_spancat":
+    elif run.system.startswith("spacy_spancat"):  # also its _goldtok and _decay<N> variants
         info["calibration"] = spancat_bench.tune_spancat_threshold(selected, corpus / "dev.spacy", edir / "calibrated")
         selected = edir / "calibrated"
     # spancat_bench.evaluate loads model_dir(dataset, system, work): point both names there.

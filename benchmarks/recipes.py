@@ -29,7 +29,7 @@ FAST_TARGET = 5000  # words/s on 2 cores (issue 9)
 
 def scored_model(run_dir: Path, system: str) -> Path:
     """The pipeline folder whose test F convergence.json reports."""
-    if system.startswith("sciner_spancat") or convergence.base_system(system) == "spacy_spancat":
+    if system.startswith(("sciner_spancat", "spacy_spancat")):
         return run_dir / "eval" / "calibrated"
     return run_dir / "model-best"
 

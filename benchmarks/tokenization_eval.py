@@ -76,7 +76,7 @@ def rescore_run(run: dict, state: Path, corpus: Path, gold: dict) -> dict:
     models = {native: model}
     other = "gold" if native == "spacy" else "spacy"
     retuned = run_dir / "eval" / f"calibrated-{other}-tokens"
-    if base == "spacy_spancat":
+    if run["system"].startswith("spacy_spancat"):
         out["threshold_gold_tokens"] = ((run["evaluation"] or {}).get("calibration") or {}).get("threshold")
         out["threshold_spacy_tokens"] = spancat_bench.tune_spancat_threshold(
             run_dir / (run["evaluation"] or {}).get("checkpoint", "model-best"), corpus / "dev.spacy", retuned, spacy_tokens=True)

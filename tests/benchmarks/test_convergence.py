@@ -364,7 +364,7 @@ def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
 
 def test_gold_token_runs_are_calibrated_on_gold_tokens(tmp_path, monkeypatch):
     """evaluate_run calibrates a *_goldtok sciner run with --gold-tokens (dev as it was read in
-    training), a plain run without."""
+    training), a plain run without; spaCy spancat's threshold is tuned for both of its variants."""
     import convergence_eval
 
     calls = []
@@ -379,6 +379,14 @@ def test_gold_token_runs_are_calibrated_on_gold_tokens(tmp_path, monkeypatch):
         with pytest.raises(RuntimeError, match="stop here"):
             convergence_eval.evaluate_run(convergence_runs.Run(tmp_path, "scierc", system, 0), args, tmp_path)
     assert [("calibrate" in c, "--gold-tokens" in c) for c in calls] == [(True, True), (True, False)]
+    # spaCy's spancat, gold-token variant included: its threshold is tuned on dev (gold tokens).
+    tuned = []
+    monkeypatch.setattr(convergence_eval.spancat_bench, "tune_spancat_threshold",
+                        lambda model, dev, out, **kw: tuned.append((dev.name, kw)) or (_ for _ in ()).throw(RuntimeError("tuned")))
+    for system in ("spacy_spancat_goldtok_decay1470", "spacy_spancat_decay1470"):
+        with pytest.raises(RuntimeError, match="tuned"):
+            convergence_eval.evaluate_run(convergence_runs.Run(tmp_path, "scierc", system, 0), args, tmp_path)
+    assert tuned == [("dev.spacy", {}), ("dev.spacy", {})]
 
 
 def test_weak_encoder_system_needs_its_encoder(tmp_path, capsys):
