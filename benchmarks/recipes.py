@@ -161,12 +161,23 @@ def by_dataset(conv: dict) -> list:
     return lines
 
 
+def gold_token_note(conv: dict) -> list:
+    """Which rows trained on the gold words: every test F is scored on them, but only the
+    *_goldtok systems also trained, selected and calibrated there."""
+    from convergence_runs import GOLD_PREPROC
+
+    if not any(convergence.base_system(r["system"]) in GOLD_PREPROC for r in conv["runs"].values()):
+        return []
+    return ["", "Every test F is scored on the data set's own words; the `*_goldtok` rows also trained, picked model-best "
+            "and calibrated on them (`spacy-sciner.GoldTokensCorpus.v1`), all other rows on spaCy's tokenization of the text."]
+
+
 def table(conv: dict, speeds: dict, meta: dict) -> str:
     lines = ["# Recipes: accuracy, training time, inference speed", "",
              f"Test span F: best dev checkpoint of each convergence.py run, decision rule chosen on dev "
              f"(benchmarks/results/convergence.md says how far each run got). Inference: `nlp.pipe` from words, "
              f"batch 64, median of {meta['rounds']} interleaved rounds after a warm-up, {conditions(speeds, meta)}; "
-             f"fast-recipe target {FAST_TARGET:,} words/s.", "", *by_dataset(conv), "",
+             f"fast-recipe target {FAST_TARGET:,} words/s.", "", *by_dataset(conv), *gold_token_note(conv), "",
              "| dataset | recipe | transformer | run status | test span F | best dev F | min to best / trained | words/s | ≥ 5k w/s |",
              "|---|---|---|---|---:|---:|---|---:|---|"]
     for r in sorted(conv["runs"].values(), key=lambda r: (r["dataset"], -(r["summary"]["test_spans_f"] or 0))):
