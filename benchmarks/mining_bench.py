@@ -251,11 +251,14 @@ def to_markdown(res):
     return "\n".join(lines) + "\n"
 
 
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="quality only")
     args = parser.parse_args()
-    uptime = lambda: subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     res = {"uptime_start": uptime(), "cpu_count": os.cpu_count(), "seed": 0}
     res["quality"] = {name: quality(name) for name in ("scierc", "bionlp13cg")}
     print(json.dumps(res["quality"], indent=1), file=sys.stderr)

@@ -204,6 +204,11 @@ def save(path: Path, ds: str, res: dict, meta: dict) -> None:
     write_results(results, path)
 
 
+def fmt(s: dict) -> str:
+    """Precision / recall / **F** of a span score, in percent."""
+    return f"{100 * s['spans_p']:.1f} / {100 * s['spans_r']:.1f} / **{100 * s['spans_f']:.1f}**"
+
+
 def write_results(results: dict, path: Path) -> None:
     # Committed results name no machine's folders (weights under ~/.cache become "~/...").
     path.with_suffix(".json").write_text(portable(json.dumps(results, indent=2)) + "\n")
@@ -224,7 +229,6 @@ def write_results(results: dict, path: Path) -> None:
             corpus = res.get("weak_corpus-abbr" if pre.get("abbreviations") else "weak_corpus", {})
             n_spans = (corpus.get("labeling") or {}).get("spans", "—")
             zs = res.get("zero_shot", {}).get(g, {})
-            fmt = (lambda s: f"{100 * s['spans_p']:.1f} / {100 * s['spans_r']:.1f} / **{100 * s['spans_f']:.1f}**")
             # the weak types are not the target's (coarse types; a type map covering part of
             # the target labels): no zero-shot score; the JSON keeps the labels compared
             model = fmt(zs["model"]) if "model" in zs else ("n/a: weak types ≠ target types" if "skipped" in zs else "—")

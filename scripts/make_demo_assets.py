@@ -235,7 +235,7 @@ def count_table(stats: Dict) -> str:
     total = Counter()
     for name in SPLITS:
         lab = stats["labels"][name]
-        vals = [stats["docs"][name], stats["sentences"][name], stats["empty"][name]] + [lab[l] for l in LABELS]
+        vals = [stats["docs"][name], stats["sentences"][name], stats["empty"][name]] + [lab[label] for label in LABELS]
         vals.append(sum(lab.values()))
         total.update(dict(enumerate(vals)))
         rows.append(f"| {name} | " + " | ".join(str(v) for v in vals) + " |")

@@ -62,7 +62,7 @@ def make_spans(doc: Doc, rows: List[Tuple[int, int]], labels: List[int], label_i
     RETURNS (List[Span]): The spans, in the order of ``rows``.
     """
     # Plain ints and label ids: Span() then does no string lookup and no numpy boxing.
-    return [Span(doc, s, e, label=label_ids[l]) for (s, e), l in zip(rows, labels)]
+    return [Span(doc, s, e, label=label_ids[lab]) for (s, e), lab in zip(rows, labels)]
 
 
 def greedy_decode(spans: Ints2d, scores: Floats1d, doc_length: int) -> List[int]:

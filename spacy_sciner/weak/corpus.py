@@ -170,7 +170,7 @@ class CorpusRules:
                     spans[label] += 1
         distinct = {label: len(t) for label, t in sorted(texts.items())}
         rare = {label: n for label, n in distinct.items() if n < self.min_distinct}
-        kept = sorted((label for label in distinct if label not in rare), key=lambda l: (-spans[l], l))
+        kept = sorted((label for label in distinct if label not in rare), key=lambda lab: (-spans[lab], lab))
         return TypeStats(distinct=distinct, rare=rare, top=kept[: self.top_types])
 
     def apply(

@@ -68,7 +68,7 @@ def test_relevance_weighting(corpus, dictionary):
 def test_outputs_docbin_and_jsonl(tmp_path, corpus, dictionary):
     items, _ = select_sentences([corpus], dictionary, n=3, progress=False)
     write_corpus(items, str(tmp_path / "pft.jsonl"))
-    records = [json.loads(l) for l in (tmp_path / "pft.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "pft.jsonl").read_text().splitlines()]
     assert set(records[0]) == {"text", "tokens", "candidates"}
     assert records[0]["text"] == LINES[0]
     assert records[0]["candidates"][1] == [5, 11, "pattern"]

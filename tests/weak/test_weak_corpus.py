@@ -135,7 +135,7 @@ def test_rule3_deterministic_per_index_and_seed(nlp):
 
 def test_fine_and_coarse_relabeling(nlp):
     labels = ["Disease", "Chemical", "ENTITY"]
-    assert label_map(labels, "fine") == {l: l for l in labels}
+    assert label_map(labels, "fine") == {label: label for label in labels}
     assert label_map(labels, "coarse") == {"Disease": "ENTITY_TYPED", "Chemical": "ENTITY_TYPED", "ENTITY": "ENTITY"}
     one = label_map(labels, "coarse", {"Disease": "BIO", "Chemical": "BIO", "ENTITY": "BIO"})
     assert set(one.values()) == {"BIO"}

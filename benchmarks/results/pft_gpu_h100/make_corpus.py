@@ -1,5 +1,6 @@
 """SciERC json (doc per line) -> PFT JSONL with the gold entities as candidates."""
-import json, sys
+import json
+import sys
 with open(sys.argv[1]) as f, open(sys.argv[2], "w") as out:
     for line in f:
         doc = json.loads(line)
