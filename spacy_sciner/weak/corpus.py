@@ -12,7 +12,8 @@ The rules (Liu et al. 2021, NER-BERT, with its parameters as defaults), in this 
 1. **rare types**: a type with fewer than ``min_distinct`` (10) distinct entities
    (distinct by lower-cased text) is dropped: its spans are removed (or, with
    ``rare_to_untyped``, relabeled ``ENTITY``). ``ENTITY`` itself is not a type and is
-   never dropped.
+   never dropped. Applied with another part's statistics, a type that part does not
+   have at all counts as rare too (count 0).
 2. **no typed entity**: a sentence left with no span, or with ``ENTITY`` spans only, is
    dropped (counted apart: ``no_entity`` and ``only_untyped``).
 3. **frequent and untyped-heavy**: a sentence whose typed spans are all of the
@@ -188,7 +189,10 @@ class CorpusRules:
             out.docs_in += 1
             spans = []
             for start, end, label in sent.spans:
-                if label in stats.rare:
+                # A type the statistics never saw (only in a held-out part) counts as rare:
+                # the model trained on the other part has no such label.
+                if label in stats.rare or (label != untyped and label not in stats.distinct):
+                    out.rare_types.setdefault(label, 0)
                     out.rare_spans += 1
                     if not self.rare_to_untyped:
                         continue

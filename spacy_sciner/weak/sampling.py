@@ -25,6 +25,7 @@ grouped by its typed labels only, unless it has none (possible with ``filters = 
 then it falls in a group ``ENTITY`` or, without any span, ``""``. With alpha = 1 this is
 plain sampling by type size; alpha < 1 raises the rare types.
 """
+from itertools import islice
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -52,6 +53,8 @@ from .corpus import (
 )
 
 SPLITS = ("train", "heldout")
+# spaCy's init_nlp initializes on this many examples of a streamed corpus (max_epochs = -1).
+INIT_SAMPLE = 100
 # Types are drawn in chunks: one numpy call per chunk instead of one per sentence.
 CHUNK = 4096
 
@@ -162,7 +165,9 @@ class WeakBalancedCorpus:
         if not chosen:
             raise WeakCorpusError(
                 f"{self.path}: no sentence left in split {o['split']!r} after the corpus rules "
-                f"({self.stats.to_dict()}); loosen them or set filters = false"
+                f"({self.stats.to_dict()}); loosen them (rare_types lists the types with fewer than "
+                f"min_distinct = {o['min_distinct']} distinct entities; e.g. spacy train ... "
+                f"--corpora.train.min_distinct 1 --corpora.dev.min_distinct 1) or set filters = false"
             )
         # Granularity after the rules: fine and coarse runs train on the same sentences.
         labels = {label for s in chosen for _, _, label in s.spans}
@@ -181,10 +186,28 @@ class WeakBalancedCorpus:
         else:
             n = {0: len(sentences), -1: None}.get(self.o["n_samples"], self.o["n_samples"])
             # A new stream per call (spaCy calls the train corpus once per epoch), fixed by (seed, call).
-            positions = (p for _, p in self.sampler.draw(n, [self.o["seed"], epoch]))
+            positions = with_every_label((p for _, p in self.sampler.draw(n, [self.o["seed"], epoch])), sentences)
         key = self.o["output_key"]
         for position in positions:
             yield make_example(nlp, sentences[position], key)
+
+
+def with_every_label(positions: Iterator[int], sentences: Sequence[WeakSentence]) -> Iterator[int]:
+    """The positions, led by the first sentence of each label that the first
+    ``INIT_SAMPLE`` positions do not reach (none when they reach all: the stream is then
+    unchanged). spaCy's ``init_nlp`` initializes the pipes on the first 100 examples of a
+    streamed corpus (``max_epochs = -1``, as in weak-pretraining configs): a type too rare
+    to be drawn there would be unknown to the component when training draws it later,
+    and training would stop."""
+    head = list(islice(positions, INIT_SAMPLE))
+    seen = {label for position in head for _, _, label in sentences[position].spans}
+    first: Dict[str, int] = {}
+    for position, sent in enumerate(sentences):
+        for _, _, label in sent.spans:
+            first.setdefault(label, position)
+    yield from sorted({p for label, p in first.items() if label not in seen})
+    yield from head
+    yield from positions
 
 
 # The last file read, shared by the readers of one run (train and held-out read the same
@@ -256,8 +279,9 @@ def create_weak_balanced_corpus(
     heldout_fraction (float): Share of the Docs held out (0.1); 0 trains on all.
     corpus_seed (int): Seed of the split and of rule 3, kept apart from ``seed`` so
         that runs with other sampling seeds see the same corpus and held-out part.
-    n_samples (int): Examples per call: 0 as many as the filtered train sentences, -1
-        endless (for ``max_epochs = -1``), or a number.
+    n_samples (int): Draws per call: 0 as many as the filtered train sentences, -1
+        endless (for ``max_epochs = -1``), or a number; a call leads with one sentence of
+        each label its first 100 draws miss (see ``with_every_label``).
     min_distinct, top_types, max_untyped, drop_prob, rare_to_untyped: The rules' parameters.
     untyped_label (str): The label of untyped spans ("ENTITY").
     ambiguous (str): ``AMBIGUOUS`` spans (label-weak's conflict="ambiguous") become

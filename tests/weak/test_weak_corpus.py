@@ -2,6 +2,7 @@
 registered reader spacy-sciner.WeakBalancedCorpus.v1, on hand-made weak DocBins."""
 import json
 import math
+from itertools import islice
 import sys
 from collections import Counter
 from pathlib import Path
@@ -89,6 +90,21 @@ def test_rule1_counts_distinct_not_mentions(nlp):
     sents = [sentence(nlp, i, [(f"e{i % 19}", "T")]) for i in range(30)]
     assert filter_corpus(sents)[1].rare_types == {}
     assert filter_corpus(sents, min_distinct=20)[1].rare_types == {"T": 19}
+
+
+def test_rule1_with_other_statistics_drops_types_they_lack(nlp):
+    # Statistics of a part without "Only": in another part that type counts as rare (0
+    # distinct), also at min_distinct 1, so a model trained on the first part never meets it.
+    from spacy_sciner.weak.corpus import CorpusRules
+
+    train = [sentence(nlp, i, [(f"a{i}", "A")]) for i in range(3)]
+    held = [sentence(nlp, 3, [("a9", "A"), ("o", "Only")]), sentence(nlp, 4, [("o", "Only")])]
+    rules = CorpusRules(min_distinct=1)
+    kept, stats = rules.apply(held, rules.statistics(train))
+    assert stats.rare_types == {"Only": 0} and stats.rare_spans == 2 and stats.no_entity == 1
+    assert [s.spans for s in kept] == [((2, 3, "A"),)]
+    kept, stats = CorpusRules(min_distinct=1, rare_to_untyped=True).apply(held, rules.statistics(train))
+    assert [label for s in kept for _, _, label in s.spans] == ["A", "ENTITY"] and stats.only_untyped == 1
 
 
 def test_rule2_no_entity_and_only_untyped(nlp):
@@ -265,6 +281,44 @@ def test_train_and_heldout_readers_read_the_file_once(weak_docbin, nlp, monkeypa
     assert len(calls) == 2
 
 
+def test_heldout_reader_drops_types_the_training_part_lacks(tmp_path, nlp):
+    # "Rare" occurs in one sentence only; wherever the split puts it, the held-out reader
+    # yields only labels the train reader yields (a label the model has not seen stopped
+    # spacy train with "has label 'Material', which the component does not know").
+    sents = corpus(nlp, n_types=1, per_type=60) + [sentence(nlp, 60 + i, [("r", "Rare")]) for i in range(1)]
+    path = write_docbin(tmp_path / "w.spacy", sents)
+    seed = next(seed for seed in range(100) if 60 in heldout_indices(61, 0.1, seed))  # Rare held out
+    for seed in (seed, seed + 1):
+        corpora = resolve(path, f"min_distinct = 1\ncorpus_seed = {seed}")
+        train = {s.label_ for eg in corpora["train"](nlp) for s in eg.reference.spans["sc"]}
+        held = {s.label_ for eg in corpora["heldout"](nlp) for s in eg.reference.spans["sc"]}
+        assert held <= train
+
+
+def test_every_call_shows_every_label_within_spacys_init_sample(tmp_path, nlp):
+    # spaCy's init_nlp takes the labels from the first 100 examples of a streamed corpus:
+    # "Rare" (one sentence of 301) leads a call whose first 100 draws miss it; a call whose
+    # first 100 draws reach every label is the draws, unchanged.
+    from spacy_sciner.weak.sampling import INIT_SAMPLE
+
+    sents = corpus(nlp, n_types=1, per_type=300) + [sentence(nlp, 300, [("r", "Rare"), ("c", "ENTITY")])]
+    path = write_docbin(tmp_path / "w.spacy", sents)
+    options = dict(n_samples=2 * INIT_SAMPLE, heldout_fraction=0.0, min_distinct=1)
+    probe = create_weak_balanced_corpus(path, **options)
+    probe.prepare(nlp.vocab)
+
+    def head_has_rare(seed):
+        return "Rare" in {t for t, _ in islice(probe.sampler.draw(2 * INIT_SAMPLE, [seed, 0]), INIT_SAMPLE)}
+
+    missed = next(seed for seed in range(200) if not head_has_rare(seed))
+    examples = list(create_weak_balanced_corpus(path, seed=missed, **options)(nlp))
+    assert len(examples) == 2 * INIT_SAMPLE + 1
+    assert [s.label_ for s in examples[0].reference.spans["sc"]] == ["Rare", "ENTITY"]
+    reached = next(seed for seed in range(200) if head_has_rare(seed))
+    plain = [probe.prepare(nlp.vocab)[p].doc.text for _, p in probe.sampler.draw(2 * INIT_SAMPLE, [reached, 0])]
+    assert [eg.reference.text for eg in create_weak_balanced_corpus(path, seed=reached, **options)(nlp)] == plain
+
+
 def test_reader_n_samples_and_endless(weak_docbin, nlp):
     reader = create_weak_balanced_corpus(weak_docbin, n_samples=-1)
     stream = iter(reader(nlp))
@@ -291,8 +345,9 @@ def test_bad_input_errors_name_file_or_argument(tmp_path, nlp, weak_docbin):
     ]:
         with pytest.raises(WeakCorpusError, match=match):
             create_weak_balanced_corpus(weak_docbin, **bad)
-    with pytest.raises(WeakCorpusError, match="no sentence left"):
+    with pytest.raises(WeakCorpusError, match="no sentence left") as err:
         list(create_weak_balanced_corpus(weak_docbin, min_distinct=100)(nlp))
+    assert "min_distinct = 100" in str(err.value) and "--corpora.train.min_distinct 1" in str(err.value)
     # From a config, spaCy reports the reader's error as it is.
     with pytest.raises(WeakCorpusError, match="alpha"):
         resolve(weak_docbin, "alpha = 0.0")
