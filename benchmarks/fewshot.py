@@ -158,6 +158,9 @@ def train_run(ds: str, size: str, recipe, seed: int, encoder, sample: dict, eval
         raise RuntimeError(f"spacy train failed (rc {rc}), see {run / 'train.log'}")
     info = {"train_seconds": round(time.time() - start, 1), "steps": steps, "eval_frequency": ef,
             "encoder": encoder or None, "encoder_sha": parts.encoder_fingerprint(encoder) if encoder else None}
+    manifest = Path(str(encoder)).parent / "weak_inputs.json" if recipe.weak and encoder else None
+    if manifest and manifest.exists():  # a per-sample weak corpus: the type rule it was pretrained with
+        info["weak_min_distinct"] = json.loads(manifest.read_text()).get("min_distinct", parts.DEFAULT_MIN_DISTINCT)
     model = run / "model-best"
     if recipe.kind == "sciner":
         cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(model), str(evalc / "dev.spacy"),

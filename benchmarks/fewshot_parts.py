@@ -208,6 +208,23 @@ def sample_dictionary(train_path: Path) -> dict:
     return {text: max(sorted(labels), key=labels.get) for text, labels in sorted(counts.items())}
 
 
+DEFAULT_MIN_DISTINCT = 10  # NER-BERT's rule 1 (spacy_sciner.weak.corpus.CorpusRules)
+
+
+def weak_type_rule(weak_path: Path) -> tuple:
+    """(distinct entities per type, min_distinct) of a per-sample weak corpus. NER-BERT's
+    rule 1 drops types with fewer than 10 distinct entities, which suits a weak corpus built
+    from large gazetteers; a sample's own dictionary can be so small that no type reaches
+    10 matched entities (SciERC, 10 sentences: Generic 3, the others 1), and the rule would
+    then drop every sentence. Such a sample keeps all its types (min_distinct 1, written to
+    the manifest and to every run's results); any other keeps the rule as it is."""
+    from spacy_sciner.weak.corpus import CorpusRules, read_weak_docbin
+
+    stats = CorpusRules().statistics(read_weak_docbin(weak_path, spacy.blank("en").vocab))
+    keep_rule = any(n >= DEFAULT_MIN_DISTINCT for n in stats.distinct.values())
+    return stats.distinct, DEFAULT_MIN_DISTINCT if keep_rule else 1
+
+
 def build_weak_inputs(dataset: str, sample: dict, work: Path, aux_files: list, lines: int, n_process: int = 1) -> Path:
     """The weak corpus of one sample (the leakage rule): a typed dictionary of the sample's
     own entities, candidates mined from aux text with the sample as the only labeled data,
@@ -236,20 +253,23 @@ def build_weak_inputs(dataset: str, sample: dict, work: Path, aux_files: list, l
         res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if res.returncode:
             raise RuntimeError(f"{' '.join(cmd[2:4])} failed: {(res.stderr or res.stdout)[-800:]}")
+    distinct, min_distinct = weak_type_rule(out / "weak.spacy")
+    rule = "" if min_distinct == DEFAULT_MIN_DISTINCT else f" --corpora.train.min_distinct {min_distinct} --corpora.dev.min_distinct {min_distinct}"
     # The transformer recipe of the biomedical sets (weak_cnn.py --encoder): the weak twin of
     # configs/sciner_spancat.cfg, 1,500 updates, plain negatives, seed 0.
     pretrain = {g: (f"python -m spacy_sciner weak-config configs/sciner_spancat.cfg {out}/trf_weak_{g}_plain.cfg "
                     f"--granularity {g} --max-steps 1500 --negatives plain && python -m spacy train "
                     f"{out}/trf_weak_{g}_plain.cfg --output {out}/pretrain-{g} --paths.weak {out}/weak.spacy "
-                    f"--system.seed 0 --training.eval_frequency 300 --components.transformer.model.name sciner-minilm "
+                    f"--system.seed 0 --training.eval_frequency 300 --components.transformer.model.name sciner-minilm{rule} "
                     f"&& python -m spacy_sciner export-encoder {out}/pretrain-{g}/model-best {out}/encoder-{g} --force")
                 for g in ("fine", "coarse")}
     pretrain["cnn"] = (f"python -m spacy_sciner weak-config configs/sciner_spancat_cnn.cfg {out}/cnn_weak.cfg && "
-                       f"python -m spacy train {out}/cnn_weak.cfg --output {out}/pretrain-cnn --paths.weak {out}/weak.spacy "
+                       f"python -m spacy train {out}/cnn_weak.cfg --output {out}/pretrain-cnn --paths.weak {out}/weak.spacy{rule} "
                        f"&& python -m spacy_sciner export-tok2vec {out}/pretrain-cnn/model-best {out}/cnn-weak.bin")
     manifest.write_text(json.dumps({
         "dataset": dataset, "size": sample["size"], "sample_sha": sample["sha"], "dictionary_terms": len(terms),
         "aux_lines": len(text), "aux_files": [str(Path(f).parent.name) for f in aux_files],
+        "distinct_per_type": distinct, "min_distinct": min_distinct,
         "rule": "dictionary = the sample's own gold entities; candidates mined from aux text with --train = the sample; "
                 "only aux text is labeled (no dev/test text, no entity from outside the sample)",
         "pretrain_commands": pretrain,
@@ -326,6 +346,12 @@ def write_markdown(results: dict, path: Path) -> None:
                 lines.append(f"| {ds} | {size} | {system} | {100 * c['mean']:.1f} ± {100 * c['std']:.1f} | "
                              f"{delta(systems, system)} | {c['n']} | "
                              f"{100 * c['ents_f_mean']:.1f} |")
+    loosened = sorted({f"{r['dataset']}/{r['size']}/{r['system']} (min_distinct {r['weak_min_distinct']})"
+                       for r in results["runs"].values() if r.get("weak_min_distinct", DEFAULT_MIN_DISTINCT) != DEFAULT_MIN_DISTINCT})
+    if loosened:
+        lines += ["", "Weak encoders pretrained with NER-BERT's rare-type rule loosened (no type of the sample's weak corpus "
+                  f"had {DEFAULT_MIN_DISTINCT} distinct entities, so the rule would have dropped every sentence; "
+                  "fewshot_parts.weak_type_rule): " + ", ".join(loosened) + "."]
     if results.get("skipped"):
         lines += ["", "Skipped:", ""] + [f"- {k}: {v}" for k, v in sorted(results["skipped"].items())]
     lines += ["", "![F1 vs training size](fewshot.png)"]

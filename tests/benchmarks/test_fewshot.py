@@ -214,7 +214,29 @@ def test_weak_inputs_leakage_rule(smoke, shared_data):
         assert typed and all(norm(s.text) in lowered for s in typed)
         cands = [line.split("\t") for line in (out / "candidates.tsv").read_text(encoding="utf8").splitlines()[1:]]
         assert all(norm(c[0]) in lowered for c in cands if "dict" in c[1].split(","))
-        assert json.loads((out / "weak_inputs.json").read_text())["sample_sha"] == meta["sha"]
+        manifest = json.loads((out / "weak_inputs.json").read_text())
+        assert manifest["sample_sha"] == meta["sha"]
+        # Tiny samples: no type reaches 10 distinct entities, so every command keeps all types.
+        assert max(manifest["distinct_per_type"].values()) < 10 and manifest["min_distinct"] == 1
+        assert all("--corpora.train.min_distinct 1 --corpora.dev.min_distinct 1" in cmd
+                   for cmd in manifest["pretrain_commands"].values())
+
+
+def test_weak_type_rule_loosened_only_where_no_type_reaches_ten(tmp_path):
+    from spacy.tokens import Doc, Span
+
+    nlp = spacy.blank("en")
+
+    def weak_docbin(n_distinct):
+        db = DocBin()
+        for i in range(12):
+            doc = Doc(nlp.vocab, words=["see", f"a{i % n_distinct}", "and", "b"])
+            doc.spans["weak"] = [Span(doc, 1, 2, "A"), Span(doc, 3, 4, "B"), Span(doc, 2, 3, "ENTITY")]
+            db.add(doc)
+        return db.to_disk(tmp_path / f"w{n_distinct}.spacy") or tmp_path / f"w{n_distinct}.spacy"
+
+    assert parts.weak_type_rule(weak_docbin(9)) == ({"A": 9, "B": 1}, 1)
+    assert parts.weak_type_rule(weak_docbin(10)) == ({"A": 10, "B": 1}, parts.DEFAULT_MIN_DISTINCT)
 
 
 def test_fails_at_start_when_the_package_is_not_importable():
