@@ -143,6 +143,7 @@ class WeakBalancedCorpus:
         )
         self.stats: Optional[FilterStats] = None
         self.sampler: Optional[BalancedTypeSampler] = None
+        self.first_of_label: Dict[str, int] = {}
         self.calls = 0
         self.raw: List[WeakSentence] = []
         self._cache: Optional[Tuple[int, List[WeakSentence]]] = None
@@ -174,6 +175,7 @@ class WeakBalancedCorpus:
         chosen = relabel(chosen, label_map(labels, o["granularity"], o["coarse_map"], untyped_label=o["untyped_label"]))
         if o["split"] == "train":
             self.sampler = BalancedTypeSampler([s.spans for s in chosen], o["alpha"], o["untyped_label"])
+            self.first_of_label = first_of_label(chosen)
         self._cache = (id(vocab), chosen)
         return chosen
 
@@ -186,25 +188,34 @@ class WeakBalancedCorpus:
         else:
             n = {0: len(sentences), -1: None}.get(self.o["n_samples"], self.o["n_samples"])
             # A new stream per call (spaCy calls the train corpus once per epoch), fixed by (seed, call).
-            positions = with_every_label((p for _, p in self.sampler.draw(n, [self.o["seed"], epoch])), sentences)
+            positions = with_every_label((p for _, p in self.sampler.draw(n, [self.o["seed"], epoch])), sentences,
+                                         self.first_of_label)
         key = self.o["output_key"]
         for position in positions:
             yield make_example(nlp, sentences[position], key)
 
 
-def with_every_label(positions: Iterator[int], sentences: Sequence[WeakSentence]) -> Iterator[int]:
+def first_of_label(sentences: Sequence[WeakSentence]) -> Dict[str, int]:
+    """label -> position of the first sentence holding it (computed once per corpus)."""
+    first: Dict[str, int] = {}
+    for position, sent in enumerate(sentences):
+        for _, _, label in sent.spans:
+            first.setdefault(label, position)
+    return first
+
+
+def with_every_label(
+    positions: Iterator[int], sentences: Sequence[WeakSentence], first: Optional[Dict[str, int]] = None
+) -> Iterator[int]:
     """The positions, led by the first sentence of each label that the first
     ``INIT_SAMPLE`` positions do not reach (none when they reach all: the stream is then
     unchanged). spaCy's ``init_nlp`` initializes the pipes on the first 100 examples of a
     streamed corpus (``max_epochs = -1``, as in weak-pretraining configs): a type too rare
     to be drawn there would be unknown to the component when training draws it later,
-    and training would stop."""
+    and training would stop. ``first``: :func:`first_of_label` of the sentences, if known."""
     head = list(islice(positions, INIT_SAMPLE))
     seen = {label for position in head for _, _, label in sentences[position].spans}
-    first: Dict[str, int] = {}
-    for position, sent in enumerate(sentences):
-        for _, _, label in sent.spans:
-            first.setdefault(label, position)
+    first = first if first is not None else first_of_label(sentences)
     yield from sorted({p for label, p in first.items() if label not in seen})
     yield from head
     yield from positions
