@@ -112,7 +112,11 @@ def markdown(report: dict) -> str:
 
 
 def plot(report: dict, path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the [bench] extra; the README's test command installs only [test]
+        print("note: matplotlib not installed (pip install -e '.[bench]'): no PNG written", flush=True)
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
