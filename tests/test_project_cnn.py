@@ -16,7 +16,7 @@ import train as train_script  # noqa: E402
 
 
 def _args(**kw):
-    base = dict(config="c.cfg", train="t.spacy", dev="d.spacy", seed=0, max_epochs=3, max_steps=0, eval_frequency=5,
+    base = dict(config="c.cfg", train="t.spacy", dev="d.spacy", seed=0, max_epochs=3, min_steps=0, max_steps=0, eval_frequency=5,
                 encoder="enc", warmup_steps=10, vectors="", init_tok2vec="", pretrain="")
     return argparse.Namespace(**{**base, **kw})
 
@@ -68,6 +68,28 @@ def test_learning_rate_does_not_reach_zero_before_the_epoch_budget_ends(tmp_path
     assert "--training.optimizer.learn_rate.total_steps" not in train_script.overrides_for(config, _args())
     cnn = train_script.overrides_for(_config("sciner_spancat_cnn"), _args(train=str(tmp_path / "train.spacy")))
     assert "--training.optimizer.learn_rate.total_steps" not in cnn
+
+
+def test_min_steps_raises_the_epochs_of_a_small_training_set(tmp_path, capsys):
+    """Fewer updates than --min-steps in --max-epochs epochs: more epochs (rounded up), and the
+    learning rate decays to 0 at the last of them; a larger set keeps --max-epochs, and the
+    CNN configs (early stopping) ignore it."""
+    from spacy.tokens import Doc, DocBin
+
+    nlp = spacy.blank("en")
+    db = DocBin(docs=[Doc(nlp.vocab, words=[f"w{i}"] * 100) for i in range(10)])  # 2 batches per epoch
+    db.to_disk(tmp_path / "train.spacy")
+    train = str(tmp_path / "train.spacy")
+    trf = train_script.overrides_for(_config("sciner_spancat_hybrid"), _args(train=train, max_epochs=7, min_steps=2001))
+    assert trf[trf.index("--training.max_epochs") + 1] == "1001"
+    assert trf[trf.index("--training.optimizer.learn_rate.total_steps") + 1] == "2002"
+    assert "7 epochs x 2 batches are fewer than --min-steps 2001: training 1001 epochs (2002 updates)" in capsys.readouterr().out
+    # 7 x 2 updates reach --min-steps 14: unchanged; 0 switches it off
+    for min_steps in (14, 0):
+        kept = train_script.overrides_for(_config("sciner_spancat_hybrid"), _args(train=train, max_epochs=7, min_steps=min_steps))
+        assert kept[kept.index("--training.max_epochs") + 1] == "7"
+    cnn = train_script.overrides_for(_config("sciner_spancat_cnn"), _args(train=train, min_steps=2001))
+    assert "--training.max_epochs" not in cnn
 
 
 def test_vectors_and_init_tok2vec_are_checked_before_training(tmp_path):

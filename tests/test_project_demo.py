@@ -40,7 +40,7 @@ def demo(tmp_path_factory):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, project / name)
     cmd = [sys.executable, "-m", "spacy", "project", "run", "demo", str(project),
-           "--vars.max_epochs", "2", "--vars.eval_frequency", "10"]
+           "--vars.max_epochs", "2", "--vars.min_steps", "0", "--vars.eval_frequency", "10"]
     env = dict(os.environ, PIP_NO_INDEX="1")
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, cwd=project, timeout=1800, env=env)

@@ -42,7 +42,7 @@ def test_pft_all_workflow_trains_from_the_pft_checkpoint(tmp_path, tiny_bert_dir
     cmd = [sys.executable, "-m", "spacy", "project", "run", "pft_all", str(project),
            "--vars.dataset", "demo", "--vars.data_dir", str(data_dir), "--vars.base_encoder", str(tiny_bert_dir),
            "--vars.encoder", "pft/demo/encoder", "--vars.pft_sentences", "120", "--vars.pft_steps", "4",
-           "--vars.pft_batch_size", "8", "--vars.n_process", "1", "--vars.max_epochs", "1",
+           "--vars.pft_batch_size", "8", "--vars.n_process", "1", "--vars.max_epochs", "1", "--vars.min_steps", "0",
            "--vars.eval_frequency", "5", "--vars.warmup_steps", "2"]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=project, timeout=1200)
     assert result.returncode == 0, (result.stdout[-4000:], result.stderr[-4000:])

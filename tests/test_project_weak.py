@@ -43,7 +43,7 @@ def test_weak_all_workflow_pretrains_exports_and_fine_tunes(tmp_path, tiny_bert_
            "--vars.dataset", "demo", "--vars.data_dir", str(data_dir),
            "--vars.base_encoder", str(tiny_bert_dir), "--vars.encoder", encoder,
            "--vars.weak_lines", "600", "--vars.weak_steps", "4", "--vars.weak_eval_frequency", "2",
-           "--vars.n_process", "1", "--vars.max_epochs", "1", "--vars.eval_frequency", "5",
+           "--vars.n_process", "1", "--vars.max_epochs", "1", "--vars.min_steps", "0", "--vars.eval_frequency", "5",
            "--vars.warmup_steps", "2"]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=project, timeout=1200)
     assert result.returncode == 0, (result.stdout[-4000:], result.stderr[-4000:])
