@@ -72,8 +72,8 @@ def budget_overrides(config, args) -> list:
 
 def epochs_for(args, per_epoch) -> int:
     """``--max-epochs``, raised where that many epochs make fewer than ``--min-steps`` updates.
-    A small training set (CrossNER AI: 100 sentences, 9 batches per epoch) would otherwise
-    stop after ~135 updates with the learning rate still near its peak: there 15 epochs gave
+    A small training set (CrossNER AI: 100 sentences, 8 batches per epoch) would otherwise
+    stop after ~120 updates with the learning rate still near its peak: there 15 epochs gave
     calibrated dev span F 41.7 (test 43.0); the same recipe annealed to 0 over 1,000 or 2,000
     updates (benchmarks/convergence.py) reached best dev F 53.6 and 55.4 (test 52.1 and 52.3),
     so the project's default is 2,000 (README, "Small training sets")."""
