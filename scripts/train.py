@@ -88,7 +88,7 @@ def epochs_for(args, per_epoch) -> int:
 
 def decay_overrides(config, args, epochs: int, per_epoch) -> list:
     """A warm-up + linear-decay learning rate must not reach 0 before the epoch budget ends:
-    its ``total_steps`` becomes the number of updates ``--max-epochs`` epochs of the training
+    its ``total_steps`` becomes the number of updates ``epochs`` epochs (``epochs_for``) of the training
     set make (batches of the config's batcher over its train reader) where that is more than
     the config's own (1,000). On a set of BioNLP13CG's size (173 updates per epoch) 15 epochs
     are 2,595 updates, and the rate would otherwise sit at 0 for the last 60% of them. Shorter
