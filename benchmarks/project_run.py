@@ -13,16 +13,18 @@ because on a shared 2-core machine they say how much of the cores the run had.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
 import srsly
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+UPDATES = re.compile(r"= (\d+) updates\s*$")
 # the package step's model card reads the same files: one reader of the calibration report
 sys.path.insert(0, str(ROOT / "scripts" / "packaging"))
 from model_card import SCORES, _find_calibration  # noqa: E402
@@ -37,6 +39,26 @@ def workflow_steps(workflow: str) -> List[str]:
     return list(steps)
 
 
+def updates_in(line: str) -> Optional[int]:
+    """The update count scripts/train.py announces ("... = 2010 updates"), or None."""
+    match = UPDATES.search(line)
+    return int(match.group(1)) if match else None
+
+
+def run_step(cmd: List[str]) -> Tuple[int, Optional[int]]:
+    """Run one step, echoing its output, and return its exit code and the number of updates
+    the train step announced (None for the other steps)."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", bufsize=1)
+    updates = None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        found = updates_in(line)
+        updates = found if found is not None else updates
+    return proc.wait(), updates
+
+
 def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]],
            root: Path = ROOT) -> Dict[str, Any]:
     """Collect the run's numbers from the files the workflow wrote (nothing typed by hand)."""
@@ -46,6 +68,7 @@ def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]
     return {
         "dataset": dataset, "vars": overrides, "steps": timings,
         "total_min": round(sum(t["seconds"] for t in timings) / 60, 1),
+        "updates": next((t["updates"] for t in timings if "updates" in t), None),
         "test": {key: metrics[key] for key in SCORES if key in metrics},
         "calibrated_dev_f": report.get("dev_f"),
         "selected_checkpoint": report.get("selected_checkpoint"),
@@ -61,7 +84,8 @@ def markdown(rec: Dict[str, Any]) -> str:
              f"vars: {json.dumps(rec['vars'])}", "",
              "| step | minutes | exit |", "|---|---|---|"]
     lines += [f"| {t['step']} | {t['seconds'] / 60:.1f} | {t['returncode']} |" for t in rec["steps"]]
-    lines += ["", f"Total {rec['total_min']} min. Calibrated dev F "
+    trained = f", {rec['updates']:,} training updates" if rec.get("updates") else ""
+    lines += ["", f"Total {rec['total_min']} min{trained}. Calibrated dev F "
               f"{100 * (rec['calibrated_dev_f'] or 0):.1f} ({rec['selected_checkpoint']}, "
               f"decision {rec['decision']} {rec['threshold']}); test span F "
               f"{100 * test.get('spans_sc_f', 0):.1f} (P {100 * test.get('spans_sc_p', 0):.1f} / "
@@ -86,8 +110,10 @@ def main() -> None:
     for step in workflow_steps(args.workflow):
         start = time.perf_counter()
         cmd = [sys.executable, "-m", "spacy", "project", "run", step, ".", *cli_vars]
-        code = subprocess.run(cmd + (["--force"] if args.force else []), cwd=ROOT).returncode
+        code, updates = run_step(cmd + (["--force"] if args.force else []))
         timings.append({"step": step, "seconds": round(time.perf_counter() - start, 1), "returncode": code})
+        if updates is not None:
+            timings[-1]["updates"] = updates
         print(f"[project_run] {step}: {timings[-1]['seconds']:.0f} s, exit {code}", flush=True)
         if code:
             break

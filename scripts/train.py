@@ -60,6 +60,8 @@ def budget_overrides(config, args) -> list:
     if training.get("max_epochs", 0) > 0:
         per_epoch = updates_per_epoch(config, args.train)
         epochs = epochs_for(args, per_epoch)
+        if per_epoch:  # benchmarks/project_run.py records this count
+            print(f"{args.config}: {epochs} epochs x {per_epoch} batches = {epochs * per_epoch} updates", flush=True)
         return ["--training.max_epochs", str(epochs), *decay_overrides(config, args, epochs, per_epoch)]
     budget = f"patience {training.get('patience')} steps, max_steps {training.get('max_steps')}"
     if getattr(args, "max_steps", 0) > 0:

@@ -83,7 +83,10 @@ def test_min_steps_raises_the_epochs_of_a_small_training_set(tmp_path, capsys):
     trf = train_script.overrides_for(_config("sciner_spancat_hybrid"), _args(train=train, max_epochs=7, min_steps=2001))
     assert trf[trf.index("--training.max_epochs") + 1] == "1001"
     assert trf[trf.index("--training.optimizer.learn_rate.total_steps") + 1] == "2002"
-    assert "7 epochs x 2 batches are fewer than --min-steps 2001: training 1001 epochs (2002 updates)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "7 epochs x 2 batches are fewer than --min-steps 2001: training 1001 epochs (2002 updates)" in out
+    # the count benchmarks/project_run.py records
+    assert "c.cfg: 1001 epochs x 2 batches = 2002 updates\n" in out
     # 7 x 2 updates reach --min-steps 14: unchanged; 0 switches it off
     for min_steps in (14, 0):
         kept = train_script.overrides_for(_config("sciner_spancat_hybrid"), _args(train=train, max_epochs=7, min_steps=min_steps))

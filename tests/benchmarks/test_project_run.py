@@ -41,3 +41,23 @@ def test_record_of_a_failed_run_has_no_scores(tmp_path):
     rec = project_run.record("toy", {"dataset": "toy"}, [{"step": "convert", "seconds": 1.0, "returncode": 1}],
                              root=tmp_path)
     assert rec["test"] == {} and rec["calibrated_dev_f"] is None
+
+
+def test_run_step_echoes_the_output_and_reads_the_update_count(capsys):
+    """The train step's "= N updates" line (scripts/train.py) is the count recorded; the exit
+    code passes through; a step that announces none records None."""
+    lines = "print('$ spacy train ...'); print('c.cfg: 134 epochs x 15 batches = 2010 updates'); print('E  #  LOSS')"
+    code, updates = project_run.run_step([sys.executable, "-c", lines])
+    assert (code, updates) == (0, 2010)
+    assert "134 epochs x 15 batches = 2010 updates\nE  #  LOSS" in capsys.readouterr().out
+    assert project_run.run_step([sys.executable, "-c", "import sys; print('calibrating'); sys.exit(3)"]) == (3, None)
+    assert project_run.updates_in("training 1001 epochs (2002 updates)") is None  # the min_steps note, not the count
+
+
+def test_record_keeps_the_update_count_of_the_train_step(tmp_path):
+    timings = [{"step": "convert", "seconds": 6.0, "returncode": 0},
+               {"step": "train", "seconds": 54.0, "returncode": 0, "updates": 2010}]
+    rec = project_run.record("toy", {"dataset": "toy"}, timings, root=tmp_path)
+    assert rec["updates"] == 2010
+    rec.update(commit="abc1234", threads=2, load_before=1.0, load_after=2.0, date="2026-12-03")
+    assert "Total 1.0 min, 2,010 training updates." in project_run.markdown(rec)

@@ -1,0 +1,142 @@
+"""One table of every `spacy project run` that benchmarks/project_run.py recorded, beside
+spaCy's stock CPU `ner` on the same data set, so that the README's project-run numbers are
+written by a script, never typed by hand.
+
+    python benchmarks/project_runs.py      # -> benchmarks/results/project_runs.{json,md}
+
+Each row is one benchmarks/results/project_run_*.json: the seed and the update budget it ran
+under (`min_steps` as passed, else project.yml's default at the recorded commit), the updates
+trained (as scripts/train.py announced them; for runs recorded before project_run.py logged
+that count, counted here from the current corpus/<dataset>/train.spacy with the same config,
+reader and batcher: the conversion is deterministic), minutes, the calibrated dev F and the
+test span F that `spacy evaluate` wrote. The stock `ner` column is the test span F of
+benchmarks/convergence.py's `spacy_ner_cnn` runs (trained to convergence, patience), the mean
+over its seeds.
+"""
+import argparse
+import contextlib
+import importlib.util
+import io
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import srsly
+from spacy.util import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def project_default(commit: str, name: str, root: Path = ROOT) -> Optional[str]:
+    """project.yml's default of var ``name`` at ``commit`` (None where it had no such var)."""
+    out = subprocess.run(["git", "show", f"{commit}:project.yml"], cwd=root, capture_output=True, text=True)
+    if out.returncode:
+        return None
+    value = (srsly.yaml_loads(out.stdout).get("vars") or {}).get(name)
+    return None if value is None else str(value)
+
+
+def budget(rec: Dict[str, Any], root: Path = ROOT) -> Dict[str, Any]:
+    """The run's config, max_epochs and min_steps: its own vars, else project.yml's defaults
+    at its commit (min_steps 0 before the var existed)."""
+    out = {}
+    for name, fallback in (("config", "sciner_spancat_hybrid"), ("max_epochs", "15"), ("min_steps", "0")):
+        value = rec["vars"].get(name) or project_default(rec["commit"], name, root) or fallback
+        out[name] = value if name == "config" else int(value)
+    return out
+
+
+def count_updates(dataset: str, plan: Dict[str, Any], root: Path = ROOT) -> Optional[int]:
+    """Updates the train step makes under ``plan``, counted with scripts/train.py's own
+    functions on corpus/<dataset>/train.spacy (None where that file or config is missing)."""
+    config_path = root / "configs" / f"{plan['config']}.cfg"
+    train = root / "corpus" / dataset / "train.spacy"
+    if not (config_path.exists() and train.exists()):
+        return None
+    spec = importlib.util.spec_from_file_location("sciner_train_script", root / "scripts" / "train.py")
+    train_script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train_script)
+    per_epoch = train_script.updates_per_epoch(load_config(config_path, interpolate=False), str(train))
+    if not per_epoch:
+        return None
+    args = argparse.Namespace(config=plan["config"], max_epochs=plan["max_epochs"], min_steps=plan["min_steps"])
+    with contextlib.redirect_stdout(io.StringIO()):  # its "training N epochs" note is for a live run
+        return train_script.epochs_for(args, per_epoch) * per_epoch
+
+
+def stock_ner(convergence: Dict[str, Any], dataset: str) -> Optional[Dict[str, Any]]:
+    """Mean test span F of convergence.py's spacy_ner_cnn runs on ``dataset`` and their seeds."""
+    runs = [r for r in convergence.get("runs", {}).values()
+            if r["dataset"] == dataset and r["system"] == "spacy_ner_cnn"
+            and r.get("summary", {}).get("test_spans_f") is not None]
+    if not runs:
+        return None
+    return {"f": statistics.mean(r["summary"]["test_spans_f"] for r in runs),
+            "seeds": sorted(r["seed"] for r in runs)}
+
+
+def row(rec: Dict[str, Any], name: str, convergence: Dict[str, Any], root: Path = ROOT) -> Dict[str, Any]:
+    plan = budget(rec, root)
+    train_min = sum(s["seconds"] for s in rec["steps"] if s["step"] == "train") / 60
+    logged = rec.get("updates")
+    return {
+        "file": name, "dataset": rec["dataset"], "seed": int(rec["vars"].get("seed", 0)),
+        "commit": rec["commit"], "date": rec["date"], "threads": rec["threads"], **plan,
+        "updates": logged if logged else count_updates(rec["dataset"], plan, root),
+        "updates_logged": bool(logged), "train_min": round(train_min, 1), "total_min": rec["total_min"],
+        "calibrated_dev_f": rec["calibrated_dev_f"], "test": rec["test"],
+        "stock_ner": stock_ner(convergence, rec["dataset"]),
+    }
+
+
+def pct(value: Optional[float]) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def markdown(rows: List[Dict[str, Any]]) -> str:
+    lines = ["# `spacy project run all`: every recorded run", "",
+             "Test span F as `spacy evaluate` scores it (spaCy's tokenization of the text); stock "
+             "`ner`: benchmarks/convergence.py's `spacy_ner_cnn` trained to convergence, test span F "
+             "on the data set's own words, mean over the seeds named. Updates marked * were counted "
+             "afterwards from the corpus and the config (the run predates the logged count).", "",
+             "| data set | seed | config | budget | updates | commit | train min | total min "
+             "| calibrated dev F | test span F (P / R) | stock `ner` | Δ | file |",
+             "|---|---:|---|---|---:|---|---:|---:|---:|---|---:|---:|---|"]
+    for r in rows:
+        test, ner = r["test"], r["stock_ner"]
+        updates = "—" if r["updates"] is None else f"{r['updates']:,}" + ("" if r["updates_logged"] else "*")
+        plan = f"{r['max_epochs']} epochs" + (f", ≥ {r['min_steps']:,} updates" if r["min_steps"] else "")
+        f = test.get("spans_sc_f")
+        seeds = "seed" + ("s" if ner and len(ner["seeds"]) > 1 else "")
+        ner_text = "—" if ner is None else f"{pct(ner['f'])} ({seeds} {', '.join(map(str, ner['seeds']))})"
+        delta = "—" if ner is None or f is None else f"{100 * (f - ner['f']):+.1f}"
+        lines.append(
+            f"| {r['dataset']} | {r['seed']} | {r['config']} | {plan} | {updates} | {r['commit']} "
+            f"| {r['train_min']:.1f} | {r['total_min']:.1f} | {pct(r['calibrated_dev_f'])} "
+            f"| **{pct(f)}** ({pct(test.get('spans_sc_p'))} / {pct(test.get('spans_sc_r'))}) "
+            f"| {ner_text} | {delta} | `{r['file']}` |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    conv_path = args.results / "convergence.json"
+    convergence = srsly.read_json(conv_path) if conv_path.exists() else {}
+    paths = sorted(args.results.glob("project_run_*.json"))
+    if not paths:
+        sys.exit(f"no project_run_*.json in {args.results}: run benchmarks/project_run.py first")
+    rows = [row(srsly.read_json(path), path.name, convergence) for path in paths]
+    rows.sort(key=lambda r: (r["dataset"], r["min_steps"], r["seed"], r["commit"]))
+    srsly.write_json(args.results / "project_runs.json", rows)
+    (args.results / "project_runs.md").write_text(markdown(rows), encoding="utf8")
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
