@@ -15,6 +15,7 @@ over its seeds.
 """
 import argparse
 import contextlib
+import functools
 import importlib.util
 import io
 import statistics
@@ -30,23 +31,20 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def project_default(commit: str, name: str, root: Path = ROOT) -> Optional[str]:
-    """project.yml's default of var ``name`` at ``commit`` (None where it had no such var)."""
+@functools.lru_cache(maxsize=None)
+def project_vars(commit: str, root: Path = ROOT) -> Dict[str, Any]:
+    """project.yml's vars at ``commit`` ({} where git cannot show it: a shallow clone)."""
     out = subprocess.run(["git", "show", f"{commit}:project.yml"], cwd=root, capture_output=True, text=True)
-    if out.returncode:
-        return None
-    value = (srsly.yaml_loads(out.stdout).get("vars") or {}).get(name)
-    return None if value is None else str(value)
+    return {} if out.returncode else (srsly.yaml_loads(out.stdout).get("vars") or {})
 
 
 def budget(rec: Dict[str, Any], root: Path = ROOT) -> Dict[str, Any]:
     """The run's config, max_epochs and min_steps: its own vars, else project.yml's defaults
     at its commit (min_steps 0 before the var existed)."""
-    out = {}
-    for name, fallback in (("config", "sciner_spancat_hybrid"), ("max_epochs", "15"), ("min_steps", "0")):
-        value = rec["vars"].get(name) or project_default(rec["commit"], name, root) or fallback
-        out[name] = value if name == "config" else int(value)
-    return out
+    defaults = {"config": "sciner_spancat_hybrid", "max_epochs": 15, "min_steps": 0,
+                **project_vars(rec["commit"], root), **rec["vars"]}
+    return {"config": defaults["config"], "max_epochs": int(defaults["max_epochs"]),
+            "min_steps": int(defaults["min_steps"])}
 
 
 def count_updates(dataset: str, plan: Dict[str, Any], root: Path = ROOT) -> Optional[int]:
