@@ -4,8 +4,9 @@
 
 DATASET is one of the names in DATASETS below, or your own data set: a folder
 DATA_DIR/DATASET holding train, dev and test in one format, told apart by their names
-(OWN_LAYOUTS: train.json/.jsonl SciERC JSON; train.tsv/.txt/.conll/.iob/.bio CoNLL, the tag
-scheme detected; train/ a BRAT folder). OUTPUT_DIR receives train.spacy, dev.spacy and
+(OWN_LAYOUTS: train.spacy a DocBin; train.json/.jsonl JSON lines, SciERC's or character
+offsets (Prodigy, doccano), told apart by the first record; train.tsv/.txt/.conll/.iob/.bio
+CoNLL, the tag scheme detected; train/ a BRAT folder). OUTPUT_DIR receives train.spacy, dev.spacy and
 test.spacy with gold spans in doc.spans["sc"] and flat gold in doc.ents. Other layouts:
 `python -m spacy_sciner convert` file by file (see README).
 """
@@ -32,7 +33,8 @@ DATASETS = {
 }
 # Your own data set (a name not in DATASETS): DATA_DIR/NAME/{split}<suffix>, the first suffix
 # whose train file exists decides the format; dev and test must then have the same suffix.
-OWN_LAYOUTS = [(".json", "scierc"), (".jsonl", "scierc"), (".tsv", "conll"), (".txt", "conll"),
+# "json": SciERC's JSON lines or character-offset JSONL, by the first record (json_lines_format).
+OWN_LAYOUTS = [(".spacy", "docbin"), (".json", "json"), (".jsonl", "json"), (".tsv", "conll"), (".txt", "conll"),
                (".conll", "conll"), (".iob", "conll"), (".bio", "conll"), ("", "brat")]
 SPLITS = ("train", "dev", "test")
 # Doc unit of a data set where it is not "sentence" (the demo's BRAT files: one sentence a line).
@@ -53,9 +55,24 @@ def own_dataset(dataset: str, data_dir: str):
     for suffix, fmt in OWN_LAYOUTS:
         train = folder / f"train{suffix}"
         if train.is_file() or (fmt == "brat" and train.is_dir()):
-            return fmt, {split: folder / f"{split}{suffix}" for split in SPLITS}
+            paths = {split: folder / f"{split}{suffix}" for split in SPLITS}
+            return (json_lines_format(train) if fmt == "json" else fmt), paths
     tried = ", ".join(f"train{suffix or '/'}" for suffix, _ in OWN_LAYOUTS)
     sys.exit(f"error: {folder}: no training data found (looked for {tried})")
+
+
+def json_lines_format(path: Path) -> str:
+    """"scierc" when the first record of a JSON-lines file has SciERC's ``sentences``,
+    else "jsonl" (character offsets: ``text`` and ``spans``; its reader names what is wrong)."""
+    import json
+
+    with path.open(encoding="utf8", errors="replace") as file_:
+        first = next((line for line in file_ if line.strip()), "")
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        return "scierc"  # its reader reports the bad line
+    return "scierc" if isinstance(record, dict) and "sentences" in record else "jsonl"
 
 
 def main(dataset: str, data_dir: str, output_dir: str) -> None:

@@ -48,13 +48,33 @@ def write_own(folder, fmt, splits=("train", "dev", "test")):
             doc = {"doc_key": split, "sentences": [["IL-2", "binds", "CD25", "."], ["No", "entity"]],
                    "ner": [[[0, 0, "Gene"], [2, 2, "Gene"]], []]}
             (folder / f"{split}.json").write_text(json.dumps(doc) + "\n", encoding="utf8")
+        elif fmt == "prodigy":  # character offsets with the annotator's own tokens
+            tokens = [{"text": t, "start": s, "end": s + len(t), "id": i, "ws": ws}
+                      for i, (t, s, ws) in enumerate([("IL-2", 0, True), ("binds", 5, True), ("CD25", 11, False), (".", 15, False)])]
+            records = [{"text": "IL-2 binds CD25.", "tokens": tokens, "answer": "accept",
+                        "spans": [{"start": 0, "end": 4, "label": "Gene"}, {"start": 11, "end": 15, "label": "Gene"}]},
+                       {"text": "No entity", "spans": []}]
+            (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf8")
+        elif fmt == "doccano":
+            records = [{"id": 1, "text": "IL-2 binds CD25.", "label": [[0, 4, "Gene"], [11, 15, "Gene"]]},
+                       {"id": 2, "text": "No entity", "label": []}]
+            (folder / f"{split}.json").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf8")
+        elif fmt in ("docbin_ents", "docbin_spans"):  # spacy convert's NER output / a spancat DocBin
+            nlp = spacy.blank("en")
+            doc = nlp.make_doc("IL-2 binds CD25.")
+            spans = [doc.char_span(0, 4, "Gene"), doc.char_span(11, 15, "Gene")]
+            if fmt == "docbin_ents":
+                doc.ents = spans
+            else:
+                doc.spans["sc"] = spans
+            DocBin(docs=[doc, nlp.make_doc("No entity")]).to_disk(folder / f"{split}.spacy")
         else:
             (folder / split).mkdir()
             (folder / split / "a.txt").write_text("IL-2 binds CD25.\nNo entity\n", encoding="utf8")
             (folder / split / "a.ann").write_text("T1\tGene 0 4\tIL-2\nT2\tGene 11 15\tCD25\n", encoding="utf8")
 
 
-@pytest.mark.parametrize("fmt", ["conll", "scierc", "brat"])
+@pytest.mark.parametrize("fmt", ["conll", "scierc", "brat", "prodigy", "doccano", "docbin_ents", "docbin_spans"])
 def test_own_dataset_converts_by_its_file_names(tmp_path, fmt):
     write_own(tmp_path / "data" / "my_set", fmt)
     result = convert("my_set", tmp_path / "data", tmp_path / "corpus")

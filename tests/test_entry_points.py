@@ -41,6 +41,7 @@ for reg, name in [
     (registry.readers, "spacy-sciner.SciERCReader.v1"),
     (registry.readers, "spacy-sciner.CoNLLReader.v1"),
     (registry.readers, "spacy-sciner.BratReader.v1"),
+    (registry.readers, "spacy-sciner.JSONLReader.v1"),
     (registry.readers, "spacy-sciner.WeakBalancedCorpus.v1"),
     (registry.scorers, "spacy-sciner.span_scorer.v1"),
     (registry.misc, "spacy-sciner.encoder_path.v1"),

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Tuple, Union
 
 from spacy.language import Language
-from spacy.tokens import Doc, Span
+from spacy.tokens import Doc
 
 from .common import (
-    DEFAULT_SPANS_KEY, ConversionStats, CorpusFormatError, read_text, set_gold_spans, warn_summary,
+    DEFAULT_SPANS_KEY, ConversionStats, CorpusFormatError, align_char_span, read_text, set_gold_spans,
+    warn_summary,
 )
 
 DISCONTINUOUS = ("merge", "fragments", "error")
@@ -134,7 +135,7 @@ def _unit_spans(doc: Doc, mentions: List[Tuple], offset: int, length: int, ann_p
             raise CorpusFormatError(
                 ann_path, f"{ann_id}: mention {start}..{end} crosses a line break (doc_unit='line')", line=line_no
             )
-        spans.append(_align(doc, start - offset, end - offset, label, ann_path, line_no, ann_id, stats))
+        spans.append(align_char_span(doc, start - offset, end - offset, label, ann_path, line_no, ann_id, stats))
     return spans
 
 
@@ -218,20 +219,3 @@ def _parse_offsets(offsets: str, ann_path: Path, line_no: int, ann_id: str) -> L
             raise CorpusFormatError(ann_path, f"{ann_id}: bad offsets {offsets!r} (expected 'start end[;start end]')", line=line_no)
         fragments.append((int(parts[0]), int(parts[1])))
     return sorted(fragments)
-
-
-def _align(
-    doc: Doc, start: int, end: int, label: str, ann_path: Path, line_no: int, ann_id: str, stats: ConversionStats
-) -> Span:
-    """The Span for characters start..end, expanded to token boundaries if needed."""
-    span = doc.char_span(start, end, label=label)
-    if span is not None:
-        return span
-    span = doc.char_span(start, end, label=label, alignment_mode="expand")
-    if span is None or not span.text.strip():
-        raise CorpusFormatError(
-            ann_path, f"{ann_id}: characters {start}..{end} cover no token", line=line_no
-        )
-    stats.misaligned += 1
-    stats.notes.append(f"{ann_path}:{line_no}: {ann_id} {doc.text[start:end]!r} expanded to {span.text!r}")
-    return span

@@ -13,6 +13,8 @@ class Format(str, Enum):
     scierc = "scierc"
     conll = "conll"
     brat = "brat"
+    jsonl = "jsonl"
+    docbin = "docbin"
 
 
 class Scheme(str, Enum):
@@ -36,17 +38,18 @@ class Discontinuous(str, Enum):
 
 @sciner_cli.command("convert")
 def convert_cli(
-    input_path: Path = typer.Argument(..., help="SciERC .json, CoNLL file, or BRAT .txt/.ann file or directory"),
+    input_path: Path = typer.Argument(..., help="SciERC .json, CoNLL file, BRAT .txt/.ann file or directory, Prodigy/doccano .jsonl, or .spacy DocBin"),
     output_path: Path = typer.Argument(..., help="Output .spacy (DocBin) file"),
     fmt: Format = typer.Option(..., "--format", "-f", help="Input format"),
     scheme: Scheme = typer.Option(Scheme.auto, "--scheme", help="CoNLL tag scheme (auto: detected per file)"),
-    spans_key: str = typer.Option("sc", "--spans-key", help="doc.spans key for all gold mentions"),
+    spans_key: str = typer.Option("sc", "--spans-key", help="doc.spans key for all gold mentions (docbin: also the group read)"),
     doc_unit: DocUnit = typer.Option(DocUnit.sentence, "--doc-unit", help="SciERC: one Doc per sentence or per abstract; BRAT: 'line' = one Doc per text line"),
     repair: bool = typer.Option(False, "--repair", help="CoNLL: fix inconsistent tag sequences (counted) instead of failing"),
     discontinuous: Discontinuous = typer.Option(Discontinuous.merge, "--discontinuous", help="BRAT: discontinuous mentions"),
-    lang: str = typer.Option("en", "--lang", help="BRAT: language of the tokenizer"),
+    lang: str = typer.Option("en", "--lang", help="BRAT, JSONL: language of the tokenizer"),
 ) -> None:
-    """Convert SciERC JSON lines, CoNLL token/tag files or BRAT standoff to a DocBin.
+    """Convert SciERC JSON lines, CoNLL token/tag files, BRAT standoff, character-offset
+    JSONL (Prodigy, doccano) or a DocBin of your own to the project's DocBin.
 
     All gold mentions go to doc.spans[SPANS_KEY] (nested allowed); the non-overlapping
     ones (longest first) also to doc.ents. Prints the counts.

@@ -116,6 +116,27 @@ def set_gold_spans(
     return doc
 
 
+def align_char_span(
+    doc: Doc, start: int, end: int, label: str, path: Union[str, Path], line_no: int, what: str,
+    stats: ConversionStats,
+) -> Span:
+    """The Span for characters start..end of `doc`, expanded to the tokens it touches when
+    the offsets do not fall on token boundaries (counted in ``stats.misaligned`` and noted).
+
+    what (str): Names the mention in messages (a BRAT id, "span 3").
+    RAISES (CorpusFormatError): The characters cover no token (whitespace only).
+    """
+    span = doc.char_span(start, end, label=label)
+    if span is not None:
+        return span
+    span = doc.char_span(start, end, label=label, alignment_mode="expand")
+    if span is None or not span.text.strip():
+        raise CorpusFormatError(path, f"{what}: characters {start}..{end} cover no token", line=line_no)
+    stats.misaligned += 1
+    stats.notes.append(f"{path}:{line_no}: {what} {doc.text[start:end]!r} expanded to {span.text!r}")
+    return span
+
+
 def count_nested_pairs(spans: Iterable[Span]) -> int:
     """Number of ordered (outer, inner) pairs where `inner` lies inside `outer` and the
     two differ in extent. Same-extent spans with different labels do not count."""

@@ -10,9 +10,11 @@ from ..cli_util import atomic_output_file
 from .brat import read_brat
 from .common import DEFAULT_SPANS_KEY, ConversionStats, count_docs
 from .conll import read_conll
+from .spacy_docbin import read_docbin
+from .jsonl import read_jsonl
 from .scierc import read_scierc
 
-FORMATS = ("scierc", "conll", "brat")
+FORMATS = ("scierc", "conll", "brat", "jsonl", "docbin")
 
 
 def read_docs(
@@ -37,6 +39,10 @@ def read_docs(
         # BRAT: one Doc per file unless doc_unit="line" (one per line of the .txt).
         unit = "line" if doc_unit == "line" else "document"
         return read_brat(input_path, nlp, spans_key=spans_key, discontinuous=discontinuous, doc_unit=unit, stats=stats)
+    if fmt == "jsonl":
+        return read_jsonl(input_path, nlp, spans_key=spans_key, stats=stats)
+    if fmt == "docbin":
+        return read_docbin(input_path, nlp.vocab, spans_key=spans_key, stats=stats)
     raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
 
 
@@ -54,17 +60,18 @@ def convert(
 ) -> ConversionStats:
     """Convert `input_path` to a DocBin at `output_path` (user_data kept).
 
-    input_path (Union[str, Path]): SciERC ``.json``, CoNLL file, or BRAT file/directory.
+    input_path (Union[str, Path]): SciERC ``.json``, CoNLL file, BRAT file/directory,
+        character-offset ``.jsonl`` (Prodigy, doccano) or ``.spacy`` DocBin (file/directory).
     output_path (Union[str, Path]): The ``.spacy`` file to write (parents created; the
         file is replaced atomically, so a failed conversion leaves no partial output).
-    fmt (str): "scierc", "conll" or "brat".
+    fmt (str): One of FORMATS.
     scheme (str): CoNLL tag scheme: "auto", "iob1", "iob2", "iobes".
     spans_key (str): Span group receiving all gold mentions.
     doc_unit (str): SciERC: "sentence" or "document"; BRAT: "line" for one Doc per
         text line, anything else for one Doc per file.
     repair (bool): CoNLL: fix inconsistent tag sequences (counted) instead of raising.
     discontinuous (str): BRAT: "merge", "fragments" or "error".
-    lang (str): Language whose tokenizer BRAT text goes through (``spacy.blank(lang)``).
+    lang (str): Language whose tokenizer BRAT and JSONL text goes through (``spacy.blank(lang)``).
     RETURNS (ConversionStats): The counts.
     """
     nlp = spacy.blank(lang)

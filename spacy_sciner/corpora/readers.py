@@ -27,7 +27,7 @@ class GoldCorpus:
     """Read a corpus file into Examples with the tokens of the gold Docs.
 
     path (Path): The corpus file or (BRAT) directory.
-    fmt (str): "scierc", "conll" or "brat".
+    fmt (str): "scierc", "conll", "brat" or "jsonl".
     limit (int): Stop after this many Examples; 0 for no limit.
     options: Reader options passed to ``convert.read_docs``.
     """
@@ -79,6 +79,12 @@ def create_brat_reader(
     return GoldCorpus(
         path, "brat", limit=limit, spans_key=spans_key, discontinuous=discontinuous, doc_unit=doc_unit
     )
+
+
+def create_jsonl_reader(path: Path, spans_key: str = DEFAULT_SPANS_KEY, limit: int = 0) -> Reader:
+    """Character-offset JSON lines, Prodigy or doccano (see ``spacy_sciner.corpora.jsonl``),
+    tokenized by the nlp's tokenizer unless a record brings its own ``tokens``."""
+    return GoldCorpus(path, "jsonl", limit=limit, spans_key=spans_key)
 
 
 class TextLines:

@@ -108,6 +108,12 @@ def test_registered_readers(shared_data, tmp_path):
     check_examples([eg], 1, key="gold")
     assert [t.text for t in eg.predicted] == [t.text for t in nlp.make_doc("IL-2 activates T cells.")]
 
+    (tmp_path / "a.jsonl").write_text('{"text": "IL-2 activates T cells.", "spans": [{"start": 0, "end": 4, "label": "Gene"}]}\n')
+    jsonl = registry.readers.get("spacy-sciner.JSONLReader.v1")(path=tmp_path / "a.jsonl", spans_key="gold")
+    (eg,) = list(jsonl(nlp))
+    check_examples([eg], 1, key="gold")
+    assert [(s.text, s.label_) for s in eg.reference.spans["gold"]] == [("IL-2", "Gene")]
+
 
 def test_reader_from_training_config(shared_data):
     config = {
