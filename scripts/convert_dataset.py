@@ -56,23 +56,13 @@ def own_dataset(dataset: str, data_dir: str):
         train = folder / f"train{suffix}"
         if train.is_file() or (fmt == "brat" and train.is_dir()):
             paths = {split: folder / f"{split}{suffix}" for split in SPLITS}
-            return (json_lines_format(train) if fmt == "json" else fmt), paths
+            if fmt == "json":
+                from spacy_sciner.corpora.convert import json_lines_format
+
+                fmt = json_lines_format(train)
+            return fmt, paths
     tried = ", ".join(f"train{suffix or '/'}" for suffix, _ in OWN_LAYOUTS)
     sys.exit(f"error: {folder}: no training data found (looked for {tried})")
-
-
-def json_lines_format(path: Path) -> str:
-    """"scierc" when the first record of a JSON-lines file has SciERC's ``sentences``,
-    else "jsonl" (character offsets: ``text`` and ``spans``; its reader names what is wrong)."""
-    import json
-
-    with path.open(encoding="utf8", errors="replace") as file_:
-        first = next((line for line in file_ if line.strip()), "")
-    try:
-        record = json.loads(first)
-    except json.JSONDecodeError:
-        return "scierc"  # its reader reports the bad line
-    return "scierc" if isinstance(record, dict) and "sentences" in record else "jsonl"
 
 
 def main(dataset: str, data_dir: str, output_dir: str) -> None:

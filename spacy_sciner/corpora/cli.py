@@ -10,6 +10,7 @@ from .common import CorpusFormatError
 
 
 class Format(str, Enum):
+    auto = "auto"
     scierc = "scierc"
     conll = "conll"
     brat = "brat"
@@ -40,7 +41,7 @@ class Discontinuous(str, Enum):
 def convert_cli(
     input_path: Path = typer.Argument(..., help="SciERC .json, CoNLL file, BRAT .txt/.ann file or directory, Prodigy/doccano .jsonl, or .spacy DocBin"),
     output_path: Path = typer.Argument(..., help="Output .spacy (DocBin) file"),
-    fmt: Format = typer.Option(..., "--format", "-f", help="Input format"),
+    fmt: Format = typer.Option(Format.auto, "--format", "-f", help="Input format (auto: from the suffix; .json/.jsonl by the first record; .txt with an .ann beside it: brat)"),
     scheme: Scheme = typer.Option(Scheme.auto, "--scheme", help="CoNLL tag scheme (auto: detected per file)"),
     spans_key: str = typer.Option("sc", "--spans-key", help="doc.spans key for all gold mentions (docbin: also the group read)"),
     doc_unit: DocUnit = typer.Option(DocUnit.sentence, "--doc-unit", help="SciERC: one Doc per sentence or per abstract; BRAT: 'line' = one Doc per text line"),
@@ -54,13 +55,16 @@ def convert_cli(
     All gold mentions go to doc.spans[SPANS_KEY] (nested allowed); the non-overlapping
     ones (longest first) also to doc.ents. Prints the counts.
     """
-    from .convert import convert
+    from .convert import convert, detect_format
 
     check_input(input_path)
     check_output_file(output_path)  # before reading: fail fast
     try:
+        fmt_name = detect_format(input_path) if fmt == Format.auto else fmt.value
+        if fmt == Format.auto:
+            typer.echo(f"format: {fmt_name} (detected; --format to choose)")
         stats = convert(
-            input_path, output_path, fmt.value, scheme=scheme.value, spans_key=spans_key,
+            input_path, output_path, fmt_name, scheme=scheme.value, spans_key=spans_key,
             doc_unit=doc_unit.value, repair=repair, discontinuous=discontinuous.value, lang=lang,
         )
     except CorpusFormatError as err:

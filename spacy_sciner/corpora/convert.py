@@ -1,4 +1,5 @@
 """Convert a corpus file (or BRAT directory) into a spaCy DocBin (``.spacy``)."""
+import json
 from pathlib import Path
 from typing import Iterator, Union
 
@@ -8,13 +9,54 @@ from spacy.tokens import Doc, DocBin
 
 from ..cli_util import atomic_output_file
 from .brat import read_brat
-from .common import DEFAULT_SPANS_KEY, ConversionStats, count_docs
+from .common import DEFAULT_SPANS_KEY, ConversionStats, CorpusFormatError, count_docs
 from .conll import read_conll
 from .spacy_docbin import read_docbin
 from .jsonl import read_jsonl
 from .scierc import read_scierc
 
 FORMATS = ("scierc", "conll", "brat", "jsonl", "docbin")
+# File suffix -> format ("json": SciERC's JSON lines or character-offset JSONL, told apart by
+# the first record; ".txt": CoNLL, or BRAT where an .ann file lies beside it).
+SUFFIX_FORMATS = {
+    ".spacy": "docbin", ".json": "json", ".jsonl": "json", ".ann": "brat",
+    ".tsv": "conll", ".txt": "conll", ".conll": "conll", ".iob": "conll", ".bio": "conll",
+}
+
+
+def detect_format(path: Union[str, Path]) -> str:
+    """The format of a corpus file or directory, from its suffix (and, for JSON lines, its
+    first record): a directory of ``.spacy`` files is "docbin", any other directory "brat".
+
+    RAISES (CorpusFormatError): An unknown suffix (the message lists the known ones).
+    """
+    path = Path(path)
+    if path.is_dir():
+        return "docbin" if any(path.rglob("*.spacy")) else "brat"
+    fmt = SUFFIX_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise CorpusFormatError(
+            path, f"cannot tell the format from the suffix {path.suffix!r} (known: {', '.join(SUFFIX_FORMATS)}); "
+                  f"name it with --format ({', '.join(FORMATS)})"
+        )
+    if fmt == "json":
+        return json_lines_format(path)
+    if path.suffix.lower() == ".txt" and path.with_suffix(".ann").is_file():
+        return "brat"
+    return fmt
+
+
+def json_lines_format(path: Union[str, Path]) -> str:
+    """"scierc" when the first record of a JSON-lines file has SciERC's ``sentences``, else
+    "jsonl" (character offsets; its reader names what a record lacks); a first line that does
+    not parse goes to the SciERC reader, whose error names the line."""
+    with Path(path).open(encoding="utf8", errors="replace") as file_:
+        first = next((line for line in file_ if line.strip()), "")
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        return "scierc"
+    return "scierc" if isinstance(record, dict) and "sentences" in record else "jsonl"
 
 
 def read_docs(

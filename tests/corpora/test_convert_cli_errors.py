@@ -94,3 +94,10 @@ def test_write_failure_leaves_nothing_behind(conll, tmp_path, monkeypatch, asser
     before = tree(tmp_path)
     assert_cli_error(run(conll, tmp_path / "o.spacy", "--format", "conll"), tmp_path / "o.spacy", "No space left")
     assert tree(tmp_path) == before
+
+
+def test_unknown_suffix_without_format_names_the_known_ones(tmp_path, assert_cli_error):
+    path = tmp_path / "data.xml"
+    path.write_text("<doc/>", encoding="utf8")
+    assert_cli_error(run(path, tmp_path / "o.spacy"), path, "cannot tell the format from the suffix '.xml'")
+    assert not (tmp_path / "o.spacy").exists()
