@@ -8,7 +8,8 @@ Each row is one benchmarks/results/project_run_*.json: the seed and the update b
 under (`min_steps` as passed, else project.yml's default at the recorded commit), the updates
 trained (as scripts/train.py announced them; for runs recorded before project_run.py logged
 that count, counted here from the current corpus/<dataset>/train.spacy with the same config,
-reader and batcher: the conversion is deterministic), minutes, the calibrated dev F and the
+reader and batcher: the conversion is deterministic; where that corpus is not on disk, the
+count of the previous project_runs.json is kept), minutes, the calibrated dev F and the
 test span F that `spacy evaluate` wrote. The stock `ner` column is the test span F of
 benchmarks/convergence.py's `spacy_ner_cnn` runs (trained to convergence, patience), the mean
 over its seeds.
@@ -90,6 +91,18 @@ def row(rec: Dict[str, Any], name: str, convergence: Dict[str, Any], root: Path 
     }
 
 
+def keep_earlier_counts(rows: List[Dict[str, Any]], previous: Path) -> None:
+    """Fill an update count that could not be counted (no corpus/<dataset>/train.spacy on this
+    machine) from the previous table's row of the same file, so that rerunning the table for
+    another column does not lose it."""
+    earlier = {r["file"]: r.get("updates") for r in srsly.read_json(previous)} if previous.exists() else {}
+    for r in rows:
+        if r["updates"] is None and earlier.get(r["file"]) is not None:
+            r["updates"] = earlier[r["file"]]
+            print(f"{r['file']}: no corpus/{r['dataset']}/train.spacy to count its updates; kept {r['updates']:,} "
+                  f"from {previous.name}", file=sys.stderr)
+
+
 def pct(value: Optional[float]) -> str:
     return "—" if value is None else f"{100 * value:.1f}"
 
@@ -129,6 +142,7 @@ def main(argv=None) -> int:
     if not paths:
         sys.exit(f"no project_run_*.json in {args.results}: run benchmarks/project_run.py first")
     rows = [row(srsly.read_json(path), path.name, convergence) for path in paths]
+    keep_earlier_counts(rows, args.results / "project_runs.json")
     rows.sort(key=lambda r: (r["dataset"], r["min_steps"], r["seed"], r["commit"]))
     srsly.write_json(args.results / "project_runs.json", rows)
     (args.results / "project_runs.md").write_text(markdown(rows), encoding="utf8")

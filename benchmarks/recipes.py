@@ -129,7 +129,7 @@ def by_dataset(conv: dict) -> list:
     """Test span F per recipe (rows) and data set (columns): the mean over seeds (each seed
     listed when there are several), "stopped" where a run ended by its time budget rather than
     by convergence, the update count where it ended at max_steps (a fixed-budget variant), the
-    best per data set in bold."""
+    best per data set in bold where the column compares two systems or more."""
     cells = {}
     for r in conv["runs"].values():
         if r["summary"]["test_spans_f"] is not None:
@@ -147,7 +147,8 @@ def by_dataset(conv: dict) -> list:
                 row.append("—")
                 continue
             text = f"{mean[system, ds]:.1f}"
-            text = f"**{text}**" if text == f"{best[ds]:.1f}" else text  # ties at the shown precision
+            compared = sum(1 for _, d in cells if d == ds) > 1
+            text = f"**{text}**" if compared and text == f"{best[ds]:.1f}" else text  # ties at the shown precision
             if len(runs) > 1:
                 text += f" (seeds {', '.join(str(r['seed']) for r in runs)}: " + ", ".join(
                     f"{100 * r['summary']['test_spans_f']:.1f}" for r in runs) + ")"

@@ -83,3 +83,19 @@ def test_table_rows_and_the_stock_ner_column(tmp_path, monkeypatch):
     assert "| toy | 1 | sciner_spancat_hybrid | 15 epochs, ≥ 2,000 updates | 2,010 | abc1234 | 19.0 | 20.0 | 65.0 " \
            "| **64.0** (70.0 / 50.0) | 50.0 (seeds 0, 1) | +14.0 | `project_run_toy_seed1.json` |" in md
     assert "| other | 0 |" in md and "| — | — |" in md  # no stock ner run for that set: no delta
+
+
+def test_an_uncountable_run_keeps_the_previous_tables_count(tmp_path):
+    """No corpus on this machine to count an old run's updates: the last table's count stays."""
+    results = tmp_path / "results"
+    results.mkdir()
+    srsly.write_json(results / "project_run_gone.json", _run("gone_set", {"min_steps": "0"}, "abc1234"))
+    assert project_runs.main(["--results", str(results)]) == 0
+    assert srsly.read_json(results / "project_runs.json")[0]["updates"] is None  # nothing to keep yet
+    rows = srsly.read_json(results / "project_runs.json")
+    rows[0]["updates"] = 1470
+    srsly.write_json(results / "project_runs.json", rows)
+    assert project_runs.main(["--results", str(results)]) == 0
+    (row,) = srsly.read_json(results / "project_runs.json")
+    assert row["updates"] == 1470 and not row["updates_logged"]
+    assert "| 1,470* |" in (results / "project_runs.md").read_text()
