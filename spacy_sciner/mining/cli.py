@@ -84,7 +84,7 @@ def mine_cli(
     inputs: List[Path] = typer.Argument(..., help="Text files (one sentence or document per line) or DocBins (.spacy)"),
     output: Path = typer.Option(..., "--output", "-o", help="Candidate table to write (.tsv)"),
     train: Optional[Path] = typer.Option(None, "--train", help="DocBin of labeled training data: its entities become dictionary terms"),
-    gazetteer: Optional[List[Path]] = typer.Option(None, "--gazetteer", "-g", help="Gazetteer file (one term per line or BEL name|code); repeatable"),
+    gazetteer: Optional[List[Path]] = typer.Option(None, "--gazetteer", "-g", help="Gazetteer file (one term per line, the first TAB column of a line that has several, or BEL name|code); repeatable"),
     spans_key: str = typer.Option("sc", "--spans-key", help="Gold span key in --train docs"),
     sources: str = typer.Option("dict,pattern,phrase", "--sources", help="Comma-separated sources"),
     tokenizer: str = typer.Option("regex", "--tokenizer", help="regex or whitespace"),
@@ -136,6 +136,9 @@ def mine_cli(
                    f"{counts['too_short']} too short, {counts['stop_word']} stop words, "
                    f"{counts['no_letter']} without a letter, "
                    f"{counts['malformed']} malformed", err=True)
+        if counts.get("first_column"):
+            typer.echo(f"dictionary {name}: {counts['first_column']} lines hold TAB-separated "
+                       f"columns; their first column was taken as the term", err=True)
     try:
         table, run = mine(paths, dictionary, cfg, n_process=n_process,
                           batch_lines=batch_lines, progress=progress)

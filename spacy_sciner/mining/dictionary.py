@@ -42,6 +42,9 @@ class LoadReport:
     stop_word: int = 0
     no_letter: int = 0
     malformed: int = 0
+    # Lines with TAB-separated columns ("term<TAB>id"): the first column was taken as the
+    # term. Not a skip; counted so that a two-column file read as a plain list is visible.
+    first_column: int = 0
     examples: List[str] = field(default_factory=list)
 
     def skip(self, kind: str, path: str, line_no: int) -> None:
@@ -132,6 +135,8 @@ class TermDictionary:
 
     def load_gazetteer(self, path: str, source: str = "dict", strict: bool = False) -> LoadReport:
         """Load a gazetteer: one term per line, or a BEL ``.belns``/``.belanno`` file.
+        A line with TABs (``term<TAB>id``) gives its first column, counted in
+        ``first_column``.
 
         BEL files are recognised by their ``[Values]`` section; each value line is
         ``name|code`` and BEL escapes (``\\{``) are undone. Blank, duplicate, too short and
@@ -166,6 +171,9 @@ class TermDictionary:
                     report.skip("malformed", path, line_no)
                     continue
                 line = re.sub(r"\\(.)", r"\1", name)
+            elif "\t" in line:  # a term never holds a TAB: "term<TAB>id", first column
+                line = line.split("\t", 1)[0]
+                report.first_column += 1
             if raw == b"" and line_no == len(raw_lines):
                 continue  # the empty string after the final newline is not a line
             self._add_counted(line.strip(), source, report, path, line_no)

@@ -76,6 +76,10 @@ def _load_sources(type_map, gazetteer_dir, train, train_spans_key, candidates, c
         where = f" (e.g. {counts['examples'][0]})" if counts.get("examples") else ""
         typer.echo(f"source {name}: {counts.get('added', 0)} terms added; skipped {skipped}"
                    f"{where}", err=True)
+        if counts.get("first_column"):
+            typer.echo(f"source {name}: {counts['first_column']} lines hold TAB-separated columns; "
+                       f"their first column was taken as the term (for a 'term<TAB>label' list, "
+                       f"give it label '*' in the type map)", err=True)
     n_conflicts, examples = sources.conflicting_terms()
     if n_conflicts:
         typer.echo(f"{n_conflicts} terms have several types (conflict rule applies), e.g. "

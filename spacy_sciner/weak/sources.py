@@ -12,7 +12,7 @@ label::
 
 A relative file is resolved against ``gazetteer_dir`` (the ``--gazetteer-dir`` option;
 default: the type map's own folder), after ``$VARIABLES`` are expanded. A file is a plain
-term list (one term per line), a BEL ``.belns``/``.belanno`` file (``name|code`` under
+term list (one term per line; of a line with TABs its first column), a BEL ``.belns``/``.belanno`` file (``name|code`` under
 ``[Values]``; read by ``TermDictionary.load_gazetteer``), or, with label ``*``, a
 ``term<TAB>label`` list whose second column is the label. Labels are non-empty and hold
 no whitespace and no ``|``.

@@ -55,7 +55,7 @@ def test_serialization_round_trip(tmp_path):
     miner = nlp.get_pipe("sciner_candidate_miner")
     assert miner.add_terms(["NF-kappaB", "protein kinase", "x", "protein kinase", "This", "10"]) == {
         "added": 2, "blank": 0, "duplicate": 1, "too_short": 1, "stop_word": 1, "no_letter": 1,
-        "malformed": 0, "examples": ["<terms>:3: too_short", "<terms>:4: duplicate",
+        "malformed": 0, "first_column": 0, "examples": ["<terms>:3: too_short", "<terms>:4: duplicate",
                                      "<terms>:5: stop_word", "<terms>:6: no_letter"]}
     text = "The Protein Kinase activates NF-kappaB but not nf-kappab ."
     expected = [("Protein Kinase", "dict"), ("NF-kappaB", "dict")]

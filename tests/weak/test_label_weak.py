@@ -106,6 +106,19 @@ def read_docs(path):
     return list(DocBin().from_disk(path).get_docs(Vocab()))
 
 
+def test_cli_two_column_list_under_a_fixed_label(gazetteers, tmp_path):
+    # typed.tsv ("term<TAB>label") named with a fixed label instead of '*': its first
+    # column are the terms, all labelled Gene, and the CLI says how it read the file.
+    (gazetteers / "fixed.tsv").write_text("file\tlabel\ntyped.tsv\tGene\n")
+    out = tmp_path / "fixed.spacy"
+    result = invoke(write_corpus(tmp_path / "t.txt", SENTENCES), "-o", out, "-t", gazetteers / "fixed.tsv")
+    assert result.exit_code == 0, result.output
+    assert re.search(r"source typed.tsv: 2 lines hold TAB-separated columns; their first column "
+                     r"was taken as the term \(for a 'term<TAB>label' list, give it label '\*'", result.output)
+    labelled = [(s.text, s.label_) for doc in read_docs(out) for s in doc.spans["weak"]]
+    assert labelled == [("Breast cancer cells", "Gene"), ("BRCA1", "Gene")]
+
+
 def test_cli_happy_path_with_report(gazetteers, tmp_path):
     corpus = write_corpus(tmp_path / "text.txt", SENTENCES[:2] + ["", b"bad \xff byte cold"])
     with open(gazetteers / "diseases.txt", "ab") as handle:
