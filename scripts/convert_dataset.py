@@ -4,9 +4,10 @@
 
 DATASET is one of the names in DATASETS below, or your own data set: a folder
 DATA_DIR/DATASET holding train, dev and test in one format, told apart by their names
-(OWN_LAYOUTS: train.spacy a DocBin; train.json/.jsonl JSON lines, SciERC's or character
-offsets (Prodigy, doccano), told apart by the first record; train.tsv/.txt/.conll/.iob/.bio
-CoNLL, the tag scheme detected; train/ a BRAT folder). OUTPUT_DIR receives train.spacy, dev.spacy and
+(train.spacy a DocBin; train.json/.jsonl JSON lines, SciERC's or character offsets (Prodigy,
+doccano), told apart by the first record; train.tsv/.txt/.conll/.iob/.bio CoNLL, the tag
+scheme detected, or BRAT where train.ann lies beside train.txt; train/ a BRAT folder, or a
+folder of DocBins). OUTPUT_DIR receives train.spacy, dev.spacy and
 test.spacy with gold spans in doc.spans["sc"] and flat gold in doc.ents. Other layouts:
 `python -m spacy_sciner convert` file by file (see README).
 """
@@ -31,11 +32,10 @@ DATASETS = {
     "crossner_ai": ("conll", "crossner_ai/{split}.txt"),
     "crossner_science": ("conll", "crossner_science/{split}.txt"),
 }
-# Your own data set (a name not in DATASETS): DATA_DIR/NAME/{split}<suffix>, the first suffix
-# whose train file exists decides the format; dev and test must then have the same suffix.
-# "json": SciERC's JSON lines or character-offset JSONL, by the first record (json_lines_format).
-OWN_LAYOUTS = [(".spacy", "docbin"), (".json", "json"), (".jsonl", "json"), (".tsv", "conll"), (".txt", "conll"),
-               (".conll", "conll"), (".iob", "conll"), (".bio", "conll"), ("", "brat")]
+# Your own data set (a name not in DATASETS): DATA_DIR/NAME/{split}<suffix>, the first suffix of
+# convert.SUFFIX_FORMATS whose train file exists (then a folder train/: BRAT, or DocBins) decides
+# the format, told by convert.detect_format as `sciner convert` tells it; dev and test must then
+# have the same suffix.
 SPLITS = ("train", "dev", "test")
 # Doc unit of a data set where it is not "sentence" (the demo's BRAT files: one sentence a line).
 DOC_UNIT = {"demo": "line", "scierc_doc": "document"}
@@ -52,16 +52,14 @@ def own_dataset(dataset: str, data_dir: str):
     if not folder.is_dir():
         sys.exit(f"error: unknown dataset '{dataset}' and no folder {folder} for your own data. {known}; "
                  f"your own: put train/dev/test files in {folder} (README, 'Your own data')")
-    for suffix, fmt in OWN_LAYOUTS:
-        train = folder / f"train{suffix}"
-        if train.is_file() or (fmt == "brat" and train.is_dir()):
-            paths = {split: folder / f"{split}{suffix}" for split in SPLITS}
-            if fmt == "json":
-                from spacy_sciner.corpora.convert import json_lines_format
+    from spacy_sciner.corpora.convert import SUFFIX_FORMATS, detect_format
 
-                fmt = json_lines_format(train)
-            return fmt, paths
-    tried = ", ".join(f"train{suffix or '/'}" for suffix, _ in OWN_LAYOUTS)
+    suffixes = [suffix for suffix in SUFFIX_FORMATS if suffix != ".ann"] + [""]  # "": train/
+    for suffix in suffixes:
+        train = folder / f"train{suffix}"
+        if train.is_file() if suffix else train.is_dir():
+            return detect_format(train), {split: folder / f"{split}{suffix}" for split in SPLITS}
+    tried = ", ".join(f"train{suffix or '/'}" for suffix in suffixes)
     sys.exit(f"error: {folder}: no training data found (looked for {tried})")
 
 

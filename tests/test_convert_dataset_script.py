@@ -68,13 +68,22 @@ def write_own(folder, fmt, splits=("train", "dev", "test")):
             else:
                 doc.spans["sc"] = spans
             DocBin(docs=[doc, nlp.make_doc("No entity")]).to_disk(folder / f"{split}.spacy")
+        elif fmt == "brat_pair":  # train.txt + train.ann: BRAT, not CoNLL, for the .ann beside it
+            (folder / f"{split}.txt").write_text("IL-2 binds CD25.\nNo entity\n", encoding="utf8")
+            (folder / f"{split}.ann").write_text("T1\tGene 0 4\tIL-2\nT2\tGene 11 15\tCD25\n", encoding="utf8")
+        elif fmt == "docbin_folder":  # train/ holding DocBins
+            write_own(folder / "tmp", "docbin_spans", splits=(split,))
+            (folder / split).mkdir()
+            (folder / "tmp" / f"{split}.spacy").rename(folder / split / "part1.spacy")
+            (folder / "tmp").rmdir()
         else:
             (folder / split).mkdir()
             (folder / split / "a.txt").write_text("IL-2 binds CD25.\nNo entity\n", encoding="utf8")
             (folder / split / "a.ann").write_text("T1\tGene 0 4\tIL-2\nT2\tGene 11 15\tCD25\n", encoding="utf8")
 
 
-@pytest.mark.parametrize("fmt", ["conll", "scierc", "brat", "prodigy", "doccano", "docbin_ents", "docbin_spans"])
+@pytest.mark.parametrize("fmt", ["conll", "scierc", "brat", "brat_pair", "prodigy", "doccano", "docbin_ents",
+                                 "docbin_spans", "docbin_folder"])
 def test_own_dataset_converts_by_its_file_names(tmp_path, fmt):
     write_own(tmp_path / "data" / "my_set", fmt)
     result = convert("my_set", tmp_path / "data", tmp_path / "corpus")
