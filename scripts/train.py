@@ -170,6 +170,11 @@ def main(argv) -> int:
     args = p.parse_args(argv)
     if not Path(args.config).is_file():
         sys.exit(f"config not found: {args.config}")
+    from spacy_sciner.cli_util import gpu_problem
+
+    problem = gpu_problem(args.gpu_id)  # before spacy train loads anything (its own error is a traceback)
+    if problem:
+        sys.exit(f"error: {problem} (in a workflow: --vars.gpu_id)")
     config = load_config(args.config, interpolate=False)
     if args.pretrain:
         cmd = [sys.executable, "-m", "spacy", "pretrain", args.config, args.output,

@@ -28,6 +28,44 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
+GPU_HINT = ("install the CUDA build of torch and the matching cupy-cuda12x or cupy-cuda13x "
+            "(README, 'Installing torch: CPU or GPU'), or run on the CPU with --gpu-id -1")
+
+
+def gpu_problem(gpu_id: int) -> Optional[str]:
+    """Why ``--gpu-id gpu_id`` cannot run on this machine; None where it can (and for -1).
+
+    Checked before any work: spaCy's own answer (``require_gpu``) is a traceback, and a
+    ``spacy train`` launched by a workflow only gets there after loading everything. The
+    transformer runs in torch and spaCy's ops in CuPy, so both must see the device.
+    """
+    if gpu_id < 0:
+        return None
+    import torch
+    from thinc.util import gpu_is_available, has_cupy
+
+    if not torch.cuda.is_available():
+        return f"--gpu-id {gpu_id}: torch {torch.__version__} sees no CUDA device; {GPU_HINT}"
+    if gpu_id >= torch.cuda.device_count():
+        return f"--gpu-id {gpu_id}: torch sees only {torch.cuda.device_count()} CUDA device(s) (ids from 0)"
+    if not has_cupy:
+        return f"--gpu-id {gpu_id}: CuPy is not installed (spaCy's GPU ops need it); {GPU_HINT}"
+    if not gpu_is_available():
+        return f"--gpu-id {gpu_id}: CuPy is installed but finds no usable GPU (CUDA version mismatch?); {GPU_HINT}"
+    return None
+
+
+def setup_device(gpu_id: int) -> None:
+    """spaCy's ``setup_gpu`` (GPU ``gpu_id``, or the CPU for -1), failing with one line
+    (``gpu_problem``) where the GPU cannot be used."""
+    from spacy.cli._util import setup_gpu
+
+    problem = gpu_problem(gpu_id)
+    if problem:
+        fail(problem)
+    setup_gpu(gpu_id)
+
+
 def check_input(path: PathLike) -> Path:
     """Fail unless `path` exists (file or directory). RETURNS (Path): `path`."""
     path = Path(path)

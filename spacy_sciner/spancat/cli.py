@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import typer
 
 from ..cli import sciner_cli
-from ..cli_util import check_input, check_output_dir, fail, save_pipeline
+from ..cli_util import check_input, check_output_dir, fail, save_pipeline, setup_device
 
 
 @sciner_cli.command("calibrate")
@@ -37,7 +37,6 @@ def calibrate_cli(
     sciner_abbreviations (defined short forms take their long form's label) only where
     that raises the calibrated pipeline's dev span F.
     """
-    from spacy.cli._util import setup_gpu
 
     candidates = [model_dir, *also]
     for path in candidates:
@@ -52,7 +51,7 @@ def calibrate_cli(
 
     if abbreviations not in MODES:
         fail(f"--abbreviations must be one of {', '.join(MODES)}, got '{abbreviations}'")
-    setup_gpu(gpu_id)
+    setup_device(gpu_id)  # before loading anything: a bad --gpu-id fails at once
     best = None
     for path in candidates:
         nlp, report, name, examples = _calibrate(path, dev_path, component, target_recall, tune_threshold, batch_size, gold_tokens)

@@ -198,6 +198,15 @@ def test_calibrate_abbreviations_choice_is_saved(trained_nlp, tmp_path, mode):
         assert loaded.pipe_names.index("sciner_abbreviations") == loaded.pipe_names.index("sciner_spancat") + 1
 
 
+def test_calibrate_unusable_gpu_id_is_one_line(saved, tmp_path, no_work, assert_cli_error, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the same on a GPU machine
+    model, dev = saved
+    assert_cli_error(calibrate(model, dev, tmp_path / "out", "--gpu-id", "0"), "--gpu-id 0", "sees no CUDA device")
+    assert not (tmp_path / "out").exists()
+
+
 def test_calibrate_bad_abbreviations_mode(saved, tmp_path, no_work, assert_cli_error):
     model, dev = saved
     assert_cli_error(calibrate(model, dev, tmp_path / "out", "--abbreviations", "yes"), "--abbreviations", "yes")
