@@ -173,7 +173,7 @@ class TermDictionary:
                 line = re.sub(r"\\(.)", r"\1", name)
             elif "\t" in line:  # a term never holds a TAB: "term<TAB>id", first column
                 line = line.split("\t", 1)[0]
-                report.first_column += 1
+                report.first_column += bool(line.strip())  # a blank first column is a blank line
             if raw == b"" and line_no == len(raw_lines):
                 continue  # the empty string after the final newline is not a line
             self._add_counted(line.strip(), source, report, path, line_no)

@@ -37,7 +37,6 @@ def calibrate_cli(
     sciner_abbreviations (defined short forms take their long form's label) only where
     that raises the calibrated pipeline's dev span F.
     """
-
     candidates = [model_dir, *also]
     for path in candidates:
         check_input(path)

@@ -85,10 +85,10 @@ def test_plain_gazetteer_with_columns_takes_the_first(tmp_path):
     # "term<TAB>id" lists are common; the whole line as a term ("BRCA1 672") would never
     # match. The first column is the term, and the lines that had columns are counted.
     path = tmp_path / "genes.tsv"
-    path.write_text("BRCA1\t672\tbreast cancer 1\ntumor protein p53\t7157\nKRAS\n", encoding="utf8")
+    path.write_text("BRCA1\t672\tbreast cancer 1\ntumor protein p53\t7157\nKRAS\n\t9999\n", encoding="utf8")
     d = TermDictionary()
     report = d.load_gazetteer(str(path))
-    assert (report.added, report.first_column, report.malformed) == (3, 2, 0)
+    assert (report.added, report.first_column, report.blank, report.malformed) == (3, 2, 1, 0)
     assert spans(d, "BRCA1 and tumor protein p53 bind KRAS") == [
         ("BRCA1", "dict"), ("tumor protein p53", "dict"), ("KRAS", "dict")]
     assert "672" not in d and "breast cancer 1" not in d
