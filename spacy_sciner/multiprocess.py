@@ -20,9 +20,12 @@ Python 3.13). Two things inherited across that fork go wrong with a transformer 
   parent forks; setting it only around the fork keeps the parent's own batch tokenization
   parallel.
 
-``install_fork_guard()`` registers both fixes once per process; the sciner transformer
+A worker also limits numpy's BLAS to one thread (``threadpoolctl``): its pool is fork-safe,
+but N workers with a thread per core each would oversubscribe the cores.
+
+``install_fork_guard()`` registers these fixes once per process; the sciner transformer
 architecture (``spacy-sciner.TransformerModel.v1``) calls it whenever a model is built,
-which includes ``spacy.load``. With the ``spawn``/``forkserver`` start methods the workers
+which includes ``spacy.load``, and so does ``ops.use_numpy_blas``. With the ``spawn``/``forkserver`` start methods the workers
 are fresh interpreters and none of this applies.
 """
 import os
@@ -62,6 +65,11 @@ def _after_fork_in_child() -> None:
         return
     # Before any torch op in the child: see the module docstring.
     torch.set_num_threads(1)
+    # numpy's BLAS (sciner_spancat's matrix products, ops.py) would start as many threads
+    # as cores in every worker: one each too.
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
 
 
 def install_fork_guard() -> bool:

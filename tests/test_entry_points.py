@@ -3,7 +3,10 @@ import subprocess
 import sys
 from importlib.metadata import distribution
 
-GROUPS = ("spacy_factories", "spacy_architectures", "spacy_readers", "spacy_scorers", "spacy_misc", "spacy_cli")
+GROUPS = (
+    "spacy_factories", "spacy_architectures", "spacy_readers", "spacy_scorers", "spacy_misc", "spacy_callbacks",
+    "spacy_cli",
+)
 
 
 def _entry_points():
@@ -20,7 +23,7 @@ def test_every_entry_point_loads():
 
 def test_names_are_namespaced_and_versioned():
     for ep in _entry_points():
-        if ep.group in ("spacy_architectures", "spacy_readers", "spacy_scorers", "spacy_misc", "spacy_loggers"):
+        if ep.group in ("spacy_architectures", "spacy_readers", "spacy_scorers", "spacy_misc", "spacy_loggers", "spacy_callbacks"):
             assert ep.name.startswith("spacy-sciner."), ep.name
             assert ep.name.rsplit(".", 1)[-1].startswith("v"), ep.name
 
@@ -48,6 +51,7 @@ for reg, name in [
     (registry.misc, "spacy-sciner.candidate_suggester.v1"),
     (registry.architectures, "spacy-sciner.HybridTok2Vec.v1"),
     (registry.loggers, "spacy-sciner.JSONLLogger.v1"),
+    (registry.callbacks, "spacy-sciner.numpy_blas.v1"),
 ]:
     assert callable(reg.get(name)), name
 print("OK", nlp.pipe_names)

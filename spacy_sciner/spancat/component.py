@@ -44,6 +44,7 @@ from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer, set_dropout_rate
 from thinc.types import Floats2d, Ragged
 
+from ..ops import use_numpy_blas
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .candidates import Suggester, doc_candidates
 from .decode import greedy_decode, make_spans
@@ -116,6 +117,8 @@ class SciNERSpanCategorizer(TrainablePipe):
         if not float(learn_rate_scale) > 0:
             raise ValueError(f"Invalid sciner_spancat settings: learn_rate_scale must be > 0, got {learn_rate_scale!r}")
         self.vocab = vocab
+        # On the CPU, numpy's BLAS multiplies several times faster than thinc's blis (ops.py).
+        use_numpy_blas(model)
         self.model = model
         self.name = name
         self.scorer = scorer

@@ -69,10 +69,13 @@ def test_token_vectors_fall_back_for_a_doc_without_word_pieces(trained_nlp):
     assert numpy.array_equal(predict_token_vectors(tok2vec, docs), expected)
 
 
-def between_scores(values, quantile):
-    """A threshold strictly between two adjacent distinct values (never on one)."""
+def between_scores(values, quantile, gap=1e-4):
+    """A threshold between two adjacent distinct values at least ``gap`` apart, near the
+    quantile: chunks of other sizes may round a score differently in its last bits (numpy's
+    BLAS picks its kernels by matrix shape), which must not move a score across it."""
     unique = numpy.unique(values)
-    i = int(quantile * (len(unique) - 1))
+    wide = numpy.flatnonzero(numpy.diff(unique) > gap)
+    i = wide[numpy.argmin(numpy.abs(wide - quantile * (len(unique) - 1)))]
     return float((unique[i] + unique[i + 1]) / 2)
 
 
@@ -88,6 +91,10 @@ def test_predict_decides_like_scoring_every_candidate(trained_nlp, floor, compac
     n = len(pipe.labels)
     chosen = kept & is_entity(every.probs, n, floor)
     labels, scores = best_labels(every.probs, n)
+    # No decision of this fixture within rounding of its rule: a floor or an argmax tie.
+    top2 = numpy.sort(every.probs[kept], axis=1)[:, -2:]
+    assert (top2[:, 1] - top2[:, 0]).min() > 1e-5
+    assert floor is None or numpy.abs(scores[kept] - floor).min() > 1e-5
     doc_of = numpy.repeat(numpy.arange(len(docs)), every.spans.lengths)
     expected = sorted(
         (int(d), int(s), int(e), int(label), float(score))
@@ -100,7 +107,9 @@ def test_predict_decides_like_scoring_every_candidate(trained_nlp, floor, compac
     doc_of = numpy.repeat(numpy.arange(len(docs)), out.spans.lengths)
     got = [(int(d), int(s), int(e), int(label), float(score))
            for d, (s, e), label, score in zip(doc_of, out.spans.dataXd, out.labels, out.scores)]
-    assert got == expected and len(got) > 0  # also ordered by doc, start, end
+    # The same spans and labels, also ordered by doc, start, end; the same scores up to rounding.
+    assert [g[:4] for g in got] == [e[:4] for e in expected] and len(got) > 0
+    numpy.testing.assert_allclose([g[4] for g in got], [e[4] for e in expected], rtol=1e-5)
     assert out.n_candidates == len(kept) and out.n_scored == int(kept.sum())
 
 

@@ -106,3 +106,32 @@ def test_fork_guard_env_handling(monkeypatch):
 def test_fork_guard_installed_once():
     multiprocess.install_fork_guard()
     assert multiprocess.install_fork_guard() is False
+
+
+def test_forked_worker_uses_one_blas_thread():
+    """numpy's BLAS runs sciner_spancat's matrix products (ops.py): a forked worker limits
+    it to one thread, where the parent keeps its own setting."""
+    code = textwrap.dedent(
+        """
+        import os, numpy
+        from threadpoolctl import threadpool_info, threadpool_limits
+        from spacy_sciner.ops import use_numpy_blas
+        from thinc.api import Linear
+
+        threadpool_limits(2, user_api="blas")  # as on a machine with 2+ cores
+        use_numpy_blas(Linear(2, 2))  # installs the fork guard
+        def blas_threads():
+            return sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        numpy.ones((4, 4)) @ numpy.ones((4, 4))
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(w, repr(blas_threads()).encode())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("child", os.read(r, 100).decode(), "parent", blas_threads())
+        """
+    )
+    rc, out, err = run_isolated([sys.executable, "-c", code], timeout=120)
+    assert rc == 0, err[-3000:]
+    assert out.strip() == "child [1] parent [2]"

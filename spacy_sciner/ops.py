@@ -1,0 +1,59 @@
+"""CPU matrix products through numpy's BLAS instead of thinc's ``blis``.
+
+thinc's ``NumpyOps`` multiplies matrices with the ``blis`` package (one thread, and on
+some CPUs without a kernel tuned for them); ``NumpyOps(use_blis=False)`` hands the same
+products to numpy, whose OpenBLAS is tuned per CPU at run time. On the 2-core AMD EPYC
+this project is measured on, numpy's single-threaded ``gemm`` ran 4-5x faster than blis's
+at the shapes of the CNN tok2vec and the span MLP (``benchmarks/blas_ops.py``). The layers,
+weights and results are the same; only the rounding of the float32 sums may differ in the
+last bits.
+
+``sciner_spancat`` runs its own model this way on the CPU. ``spacy-sciner.numpy_blas.v1``
+(a ``[nlp.after_pipeline_creation]`` callback) does it for every component of a pipeline,
+e.g. the separate ``tok2vec`` of ``configs/sciner_spancat_cnn.cfg``; it works for any spaCy
+pipeline. GPU ops (``CupyOps``) and models without blis are left alone; a model moved with
+``to_cpu()`` gets thinc's default ops back.
+"""
+from typing import Callable
+
+from spacy.language import Language
+from thinc.api import Model, NumpyOps
+
+from .multiprocess import install_fork_guard
+
+
+def use_numpy_blas(model: Model) -> int:
+    """Give every node of the model that multiplies through blis numpy's BLAS instead.
+
+    model (Model): A thinc model (its whole tree is walked).
+    RETURNS (int): How many nodes were switched.
+    """
+    # nlp.pipe(n_process=N) workers then use one BLAS thread each (multiprocess.py).
+    install_fork_guard()
+    numpy_ops = None
+    switched = 0
+    for node in model.walk():
+        ops = node.ops
+        # Exactly NumpyOps: subclasses (AppleOps, BigEndianOps) choose their own kernels.
+        if type(ops) is NumpyOps and ops.use_blis:
+            numpy_ops = numpy_ops or NumpyOps(use_blis=False)
+            node.ops = numpy_ops
+            switched += 1
+    return switched
+
+
+def make_numpy_blas_callback() -> Callable[[Language], Language]:
+    """``spacy-sciner.numpy_blas.v1``: an ``[nlp.after_pipeline_creation]`` callback
+    that applies ``use_numpy_blas`` to the model of every component.
+
+    RETURNS (Callable[[Language], Language]): The callback.
+    """
+
+    def numpy_blas(nlp: Language) -> Language:
+        for _, component in nlp.pipeline:
+            model = getattr(component, "model", None)
+            if isinstance(model, Model):
+                use_numpy_blas(model)
+        return nlp
+
+    return numpy_blas
