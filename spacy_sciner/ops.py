@@ -3,8 +3,9 @@
 thinc's ``NumpyOps`` multiplies matrices with the ``blis`` package (one thread, and on
 some CPUs without a kernel tuned for them); ``NumpyOps(use_blis=False)`` hands the same
 products to numpy, whose OpenBLAS is tuned per CPU at run time. On the 2-core AMD EPYC
-this project is measured on, numpy's single-threaded ``gemm`` ran 4-5x faster than blis's
-at the shapes of the CNN tok2vec and the span MLP (``benchmarks/blas_ops.py``). The layers,
+this project is measured on, numpy's ``gemm`` ran 5-8x faster than blis's at the shapes of
+the CNN tok2vec and the span MLP, and the CNN recipe's ``nlp.pipe`` 3.1x, its training
+2.4x (``benchmarks/blas_ops.py``, ``benchmarks/results/blas_ops_*``). The layers,
 weights and results are the same; only the rounding of the float32 sums may differ in the
 last bits.
 
