@@ -1,16 +1,19 @@
 """CPU matrix products: thinc's blis against numpy's BLAS (spacy_sciner/ops.py), in one run.
 
-Two measurements, written to OUT/blas_ops.{json,md}:
+Three measurements, written to OUT/blas_ops.{json,md}:
 
 1. ``gemm``: seconds of thinc's ``NumpyOps().gemm`` (blis) and ``NumpyOps(use_blis=False)
    .gemm`` (numpy) on the shapes of the CNN tok2vec's maxout layers and of the span MLP,
    the largest difference between their results, median of ``--rounds``;
-2. ``pipeline``: ``nlp.pipe`` words/s of a saved pipeline (``--model``) with every model's
-   matrix products through blis, as spaCy builds them, and through numpy, as spacy-sciner
-   runs them, and of its first component alone (a transformer: the ratio against the bare
-   encoder that issue 11 asks about), interleaved rounds after a warm-up, medians; and
-   whether both variants predict the same spans and ents on every doc;
-3. ``updates`` (``--train-data``): seconds per ``nlp.update`` of the same pipeline both ways.
+2. ``pipelines``: for each saved pipeline (``--model``, one or more), ``nlp.pipe`` words/s
+   with every model's matrix products through blis, as spaCy builds them, and through numpy,
+   as spacy-sciner runs them, and of its first component alone (a transformer: the ratio
+   against the bare encoder that issue 11 asks about), interleaved rounds after a warm-up,
+   medians; and whether both variants predict the same spans and ents on every doc;
+3. ``updates`` (``--train-data``): seconds per ``nlp.update`` of each pipeline both ways.
+
+Several pipelines in one run (e.g. spaCy's stock CNN ``ner`` beside the CNN recipe) make
+their words/s comparable: same machine, same load, same texts.
 
     python benchmarks/blas_ops.py --model training/ncbi_disease/model-calibrated \\
         --data ../shared/data/scierc --sentences 2000 --out benchmarks/results/blas_ops
@@ -135,7 +138,7 @@ def time_updates(model: Path, train: Path, updates: int, rounds: int, batch_word
             if r:
                 seconds[name].append((time.perf_counter() - start) / len(batches))
     per_update = {name: statistics.median(s) for name, s in seconds.items()}
-    return {"train": str(train), "updates": len(batches), "batch_words": batch_words, "seconds": seconds,
+    return {"model": str(model), "train": str(train), "updates": len(batches), "batch_words": batch_words, "seconds": seconds,
             "s_per_update": per_update, "speedup": per_update["blis"] / per_update["numpy"]}
 
 
@@ -150,37 +153,60 @@ def read_texts(data: Path, n: int) -> List[str]:
     return texts[:n]
 
 
+def summary(report: dict) -> List[str]:
+    """One row per pipeline: words/s and seconds per update, blis -> numpy."""
+    updates = {u["model"]: u for u in report.get("updates", [])}
+    lines = ["| pipeline | `nlp.pipe` words/s, blis -> numpy | vs its first component alone | "
+             "`nlp.update` s, blis -> numpy | same spans and ents |", "|---|---|---|---|---|"]
+    for p in report["pipelines"]:
+        wps, ratio, u = p["words_per_s"], p["ratio_to_first"], updates.get(p["model"])
+        upd = (f"{u['s_per_update']['blis']:.3f} -> {u['s_per_update']['numpy']:.3f} ({u['speedup']:.2f}x)"
+               if u else "—")
+        name = p.get("name") or f"`{p['model']}`"
+        lines.append(f"| {name} ({', '.join(p['pipeline'])}) | {wps['blis']:,.0f} -> "
+                     f"**{wps['numpy']:,.0f} ({p['speedup']:.2f}x)** | {ratio['blis']:.2f}x -> {ratio['numpy']:.2f}x "
+                     f"| {upd} | {'yes' if p['same_output'] else 'NO'} |")
+    return lines
+
+
+def pipeline_lines(p: dict) -> List[str]:
+    """The detail of one pipeline's ``nlp.pipe`` timing."""
+    first = p["pipeline"][0]
+    lines = ["", f"`nlp.pipe` of `{p['model']}` ({', '.join(p['pipeline'])}): {p['texts']} texts, "
+             f"{p['words']} words, batch {p['batch_size']}, median of {p['rounds']} interleaved rounds "
+             f"after a warm-up; same spans and ents with both: {'yes' if p['same_output'] else 'NO'}", "",
+             f"| matrix products | words/s | vs `{first}` alone |", "|---|---:|---:|"]
+    for v in ("blis", "numpy"):
+        lines.append(f"| {v} | {p['words_per_s'][v]:,.0f} | {p['ratio_to_first'][v]:.2f}x |")
+    lines.append(f"| (`{first}` alone) | {p['words_per_s'][first + ' alone']:,.0f} | 1.00x |")
+    return lines + ["", f"numpy over blis: {p['speedup']:.2f}x the words/s."]
+
+
 def markdown(report: dict) -> str:
-    """The report as Markdown."""
+    """The report as Markdown: the pipelines' summary first, then the detail."""
     lines = ["# CPU matrix products: thinc's blis vs numpy's BLAS", "", report["label"], "",
-             f"Machine: `{json.dumps(report['machine'])}`", "",
-             "| gemm shape (rows, in, out) | blis s | numpy s | speed-up | max abs diff (max abs value) |",
-             "|---|---:|---:|---:|---|"]
+             f"Machine: `{json.dumps(report['machine'])}`", ""]
+    if report.get("pipelines"):
+        lines += summary(report) + [""]
+    lines += ["| gemm shape (rows, in, out) | blis s | numpy s | speed-up | max abs diff (max abs value) |",
+              "|---|---:|---:|---:|---|"]
     for row in report["gemm"]:
         lines.append(f"| {tuple(row['shape'])} | {row['blis_s']:.3f} | {row['numpy_s']:.3f} | "
                      f"{row['speedup']:.2f}x | {row['max_abs_diff']:.2g} ({row['max_abs_value']:.3g}) |")
-    p = report.get("pipeline")
-    if p:
-        first = p["pipeline"][0]
-        lines += ["", f"`nlp.pipe` of `{p['model']}` ({', '.join(p['pipeline'])}): {p['texts']} texts, "
-                  f"{p['words']} words, batch {p['batch_size']}, median of {p['rounds']} interleaved rounds "
-                  f"after a warm-up; same spans and ents with both: {'yes' if p['same_output'] else 'NO'}", "",
-                  f"| matrix products | words/s | vs `{first}` alone |", "|---|---:|---:|"]
-        for v in ("blis", "numpy"):
-            lines.append(f"| {v} | {p['words_per_s'][v]:,.0f} | {p['ratio_to_first'][v]:.2f}x |")
-        lines.append(f"| (`{first}` alone) | {p['words_per_s'][first + ' alone']:,.0f} | 1.00x |")
-        lines += ["", f"numpy over blis: {p['speedup']:.2f}x the words/s."]
-    u = report.get("updates")
-    if u:
-        lines += ["", f"`nlp.update` on the first {u['updates']} batches of ~{u['batch_words']} words of "
-                  f"`{u['train']}` (dropout 0.1), median of the rounds: blis {u['s_per_update']['blis']:.3f} s, "
+    for p in report.get("pipelines", []):
+        lines += pipeline_lines(p)
+    for u in report.get("updates", []):
+        lines += ["", f"`nlp.update` of `{u['model']}` on the first {u['updates']} batches of ~{u['batch_words']} "
+                  f"words of `{u['train']}` (dropout 0.1), median of the rounds: blis {u['s_per_update']['blis']:.3f} s, "
                   f"numpy {u['s_per_update']['numpy']:.3f} s per update ({u['speedup']:.2f}x the updates/s)."]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", type=Path, help="A saved pipeline (omit: gemm only)")
+    p.add_argument("--model", type=Path, nargs="+", default=[],
+                   help="Saved pipelines, timed in one run (omit: gemm only)")
+    p.add_argument("--names", nargs="+", default=[], help="A short name per --model for the summary table")
     p.add_argument("--data", type=Path, help="A SciERC folder or a text file, one text per line")
     p.add_argument("--sentences", type=int, default=2000)
     p.add_argument("--batch-size", type=int, default=256)
@@ -192,21 +218,28 @@ def main(argv=None) -> dict:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--label", default="")
     args = p.parse_args(argv)
-    if args.model is not None and (args.data is None or not args.data.exists()):
+    if args.model and (args.data is None or not args.data.exists()):
         p.error("--model needs --data: a SciERC folder or a text file")
-    if args.model is not None and not (args.model / "config.cfg").is_file():
-        p.error(f"--model {args.model}: no config.cfg there (not a saved pipeline)")
-    if args.train_data is not None and (args.model is None or not args.train_data.is_file()):
+    if args.names and len(args.names) != len(args.model):
+        p.error(f"--names: {len(args.names)} names for {len(args.model)} --model pipelines")
+    for model in args.model:
+        if not (model / "config.cfg").is_file():
+            p.error(f"--model {model}: no config.cfg there (not a saved pipeline)")
+    if args.train_data is not None and (not args.model or not args.train_data.is_file()):
         p.error("--train-data needs --model and an existing DocBin")
     import torch
 
     machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                "load_avg_1min": os.getloadavg()[0], "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
     report = {"label": args.label, "machine": machine, "gemm": time_gemm(args.shapes, args.rounds)}
-    if args.model is not None:
-        report["pipeline"] = time_pipeline(args.model, read_texts(args.data, args.sentences), args.rounds, args.batch_size)
+    if args.model:
+        texts = read_texts(args.data, args.sentences)
+        report["pipelines"] = [time_pipeline(m, texts, args.rounds, args.batch_size) for m in args.model]
+        for entry, name in zip(report["pipelines"], args.names):
+            entry["name"] = name
     if args.train_data is not None:
-        report["updates"] = time_updates(args.model, args.train_data, args.updates, args.rounds, args.batch_words)
+        report["updates"] = [time_updates(m, args.train_data, args.updates, args.rounds, args.batch_words)
+                             for m in args.model]
     report["machine"]["load_avg_1min_end"] = os.getloadavg()[0]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "blas_ops.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf8")
