@@ -25,6 +25,8 @@ import srsly
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 UPDATES = re.compile(r"= (\d+) updates\s*$")
+# scripts/train.py's note on what config "auto" stood for
+AUTO = re.compile(r"^configs/auto\.cfg: configs/(\w+)\.cfg \(")
 # the package step's model card reads the same files: one reader of the calibration report
 sys.path.insert(0, str(ROOT / "scripts" / "packaging"))
 from model_card import SCORES, _find_calibration  # noqa: E402
@@ -45,18 +47,25 @@ def updates_in(line: str) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
-def run_step(cmd: List[str]) -> Tuple[int, Optional[int]]:
-    """Run one step, echoing its output, and return its exit code and the number of updates
-    the train step announced (None for the other steps)."""
+def auto_config_in(line: str) -> Optional[str]:
+    """The config that ``config`` "auto" stood for, from scripts/train.py's note, or None."""
+    match = AUTO.search(line)
+    return match.group(1) if match else None
+
+
+def run_step(cmd: List[str]) -> Tuple[int, Optional[int], Optional[str]]:
+    """Run one step, echoing its output, and return its exit code, the number of updates
+    the train step announced and the config "auto" chose (None for the other steps)."""
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, errors="replace", bufsize=1)
-    updates = None
+    updates = chosen = None
     for line in proc.stdout:
         sys.stdout.write(line)
         sys.stdout.flush()
         found = updates_in(line)
         updates = found if found is not None else updates
-    return proc.wait(), updates
+        chosen = auto_config_in(line) or chosen
+    return proc.wait(), updates, chosen
 
 
 def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]],
@@ -69,6 +78,7 @@ def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]
         "dataset": dataset, "vars": overrides, "steps": timings,
         "total_min": round(sum(t["seconds"] for t in timings) / 60, 1),
         "updates": next((t["updates"] for t in timings if "updates" in t), None),
+        "config_chosen": next((t["config"] for t in timings if "config" in t), None),
         "test": {key: metrics[key] for key in SCORES if key in metrics},
         "calibrated_dev_f": report.get("dev_f"),
         "selected_checkpoint": report.get("selected_checkpoint"),
@@ -110,10 +120,12 @@ def main() -> None:
     for step in workflow_steps(args.workflow):
         start = time.perf_counter()
         cmd = [sys.executable, "-m", "spacy", "project", "run", step, ".", *cli_vars]
-        code, updates = run_step(cmd + (["--force"] if args.force else []))
+        code, updates, chosen = run_step(cmd + (["--force"] if args.force else []))
         timings.append({"step": step, "seconds": round(time.perf_counter() - start, 1), "returncode": code})
         if updates is not None:
             timings[-1]["updates"] = updates
+        if chosen is not None:
+            timings[-1]["config"] = chosen
         print(f"[project_run] {step}: {timings[-1]['seconds']:.0f} s, exit {code}", flush=True)
         if code:
             break

@@ -44,14 +44,16 @@ def budget(rec: Dict[str, Any], root: Path = ROOT) -> Dict[str, Any]:
     at its commit (min_steps 0 before the var existed)."""
     defaults = {"config": "sciner_spancat_hybrid", "max_epochs": 15, "min_steps": 0,
                 **project_vars(rec["commit"], root), **rec["vars"]}
-    return {"config": defaults["config"], "max_epochs": int(defaults["max_epochs"]),
-            "min_steps": int(defaults["min_steps"])}
+    config = defaults["config"]
+    if config == "auto":  # what it stood for, as the train step said (project_run.py records it)
+        config = f"auto: {rec['config_chosen']}" if rec.get("config_chosen") else "auto"
+    return {"config": config, "max_epochs": int(defaults["max_epochs"]), "min_steps": int(defaults["min_steps"])}
 
 
 def count_updates(dataset: str, plan: Dict[str, Any], root: Path = ROOT) -> Optional[int]:
     """Updates the train step makes under ``plan``, counted with scripts/train.py's own
     functions on corpus/<dataset>/train.spacy (None where that file or config is missing)."""
-    config_path = root / "configs" / f"{plan['config']}.cfg"
+    config_path = root / "configs" / f"{plan['config'].removeprefix('auto: ')}.cfg"
     train = root / "corpus" / dataset / "train.spacy"
     if not (config_path.exists() and train.exists()):
         return None

@@ -47,6 +47,35 @@ def test_training_budget_follows_the_config(capsys):
     assert capped[capped.index("--training.max_steps") + 1] == "30" and "--training.max_epochs" not in capped
 
 
+def test_auto_config_follows_the_training_set_size(tmp_path, capsys):
+    """configs/auto.cfg (project.yml's default) names no file: below --small-train-words
+    training words it is the transformer-only config, otherwise the hybrid; a config that
+    exists is never replaced, and a missing training file leaves the hybrid (spacy train
+    then reports the file)."""
+    from spacy.tokens import Doc, DocBin
+
+    nlp = spacy.blank("en")
+    DocBin(docs=[Doc(nlp.vocab, words=["w"] * 30) for _ in range(10)]).to_disk(tmp_path / "train.spacy")
+    auto, train = str(ROOT / "configs" / "auto.cfg"), str(tmp_path / "train.spacy")
+    assert train_script.resolve_auto(auto, train, 301) == str(ROOT / "configs" / "sciner_spancat.cfg")
+    assert "300 words, fewer than --small-train-words 301" in capsys.readouterr().out
+    assert train_script.resolve_auto(auto, train, 300) == str(ROOT / "configs" / "sciner_spancat_hybrid.cfg")
+    assert "300 words, not fewer than --small-train-words 300" in capsys.readouterr().out
+    assert train_script.resolve_auto(auto, str(tmp_path / "none.spacy"), 10**6).endswith("sciner_spancat_hybrid.cfg")
+    assert "unknown words" in capsys.readouterr().out
+    cnn = str(ROOT / "configs" / "sciner_spancat_cnn.cfg")
+    assert train_script.resolve_auto(cnn, train, 10**6) == cnn and capsys.readouterr().out == ""
+
+
+def test_project_defaults_to_the_auto_config():
+    project = srsly.read_yaml(ROOT / "project.yml")
+    assert project["vars"]["config"] == "auto" and project["vars"]["small_train_words"] == 25000
+    train = next(c for c in project["commands"] if c["name"] == "train")
+    assert "--small-train-words ${vars.small_train_words}" in train["script"][0]
+    assert "configs" in train["deps"]  # the folder: configs/auto.cfg is no file
+    assert not (ROOT / "configs" / "auto.cfg").exists()
+
+
 def test_learning_rate_does_not_reach_zero_before_the_epoch_budget_ends(tmp_path, capsys):
     """The transformer configs' warm-up + linear decay gets total_steps = epochs x batches per
     epoch (counted with the config's reader and batcher) where that exceeds the config's own."""

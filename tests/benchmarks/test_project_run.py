@@ -47,11 +47,19 @@ def test_run_step_echoes_the_output_and_reads_the_update_count(capsys):
     """The train step's "= N updates" line (scripts/train.py) is the count recorded; the exit
     code passes through; a step that announces none records None."""
     lines = "print('$ spacy train ...'); print('c.cfg: 134 epochs x 15 batches = 2010 updates'); print('E  #  LOSS')"
-    code, updates = project_run.run_step([sys.executable, "-c", lines])
-    assert (code, updates) == (0, 2010)
+    code, updates, chosen = project_run.run_step([sys.executable, "-c", lines])
+    assert (code, updates, chosen) == (0, 2010, None)
     assert "134 epochs x 15 batches = 2010 updates\nE  #  LOSS" in capsys.readouterr().out
-    assert project_run.run_step([sys.executable, "-c", "import sys; print('calibrating'); sys.exit(3)"]) == (3, None)
+    assert project_run.run_step([sys.executable, "-c", "import sys; print('calibrating'); sys.exit(3)"]) == (3, None, None)
     assert project_run.updates_in("training 1001 epochs (2002 updates)") is None  # the min_steps note, not the count
+
+
+def test_run_step_reads_what_config_auto_chose():
+    """scripts/train.py's note on config "auto" is recorded with the run."""
+    note = "configs/auto.cfg: configs/sciner_spancat.cfg (corpus/x/train.spacy: 3782 words, fewer than --small-train-words 25000)"
+    assert project_run.run_step([sys.executable, "-c", f"print({note!r})"]) == (0, None, "sciner_spancat")
+    timings = [{"step": "train", "seconds": 6.0, "returncode": 0, "config": "sciner_spancat"}]
+    assert project_run.record("toy", {"dataset": "toy"}, timings, root=Path("/nonexistent"))["config_chosen"] == "sciner_spancat"
 
 
 def test_record_keeps_the_update_count_of_the_train_step(tmp_path):

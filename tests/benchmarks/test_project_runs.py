@@ -43,6 +43,10 @@ def test_budget_reads_project_yml_at_the_commit(tmp_path):
         "config": "sciner_spancat", "max_epochs": 15, "min_steps": 2000}
     assert project_runs.budget(_run("toy", {"min_steps": "0", "max_epochs": "3"}, new), tmp_path)["min_steps"] == 0
     assert project_runs.budget(_run("toy", {}, "0000000"), tmp_path)["min_steps"] == 0
+    auto = _run("toy", {"config": "auto"}, new)
+    assert project_runs.budget(auto, tmp_path)["config"] == "auto"  # a run before the train step said
+    auto["config_chosen"] = "sciner_spancat"
+    assert project_runs.budget(auto, tmp_path)["config"] == "auto: sciner_spancat"
 
 
 def test_updates_counted_from_the_corpus_when_not_logged(tmp_path):
