@@ -18,6 +18,8 @@ Steps, each timed, each failure recorded without stopping the others:
    same pipeline with only ``transformer`` enabled) at two batch sizes, interleaved
    rounds, medians; a stage breakdown at the larger batch size; with ``--old-code`` the
    same measurement with an older checkout of ``spacy_sciner`` first on ``PYTHONPATH``;
+   with ``--profile`` a torch profile of the span component's inference (runtime calls:
+   kernel launches, copies, synchronisations on a GPU);
 4. ``sciner pft`` tokens/s (whole run and steady state) for ``mlm_random`` and
    ``mlm_cand+ecb`` (SciERC's gold entities as the candidates);
 5. seconds per ``nlp.update`` with ``mixed_precision`` false vs true, for each encoder,
@@ -108,7 +110,8 @@ def step_calibrate_evaluate(args, corpus: Path, work: Path) -> dict:
     return result
 
 
-def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int, max_batch_items: Optional[int] = None) -> dict:
+def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int, max_batch_items: Optional[int] = None,
+               profile: bool = False) -> dict:
     """words/s of nlp.pipe, bare transformer vs the whole pipeline, interleaved rounds;
     the transformer's sub-batches of at most `max_batch_items` padded tokens (None: the
     pipeline's own setting)."""
@@ -143,12 +146,13 @@ def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int, max_bat
                     times[name].append(time.perf_counter() - start)
         bare, full = (words / statistics.median(times[n]) for n in variants)
         result[f"batch_{batch_size}"] = {"transformer_wps": bare, "pipeline_wps": full, "ratio": full / bare}
-    result["stages"] = stage_breakdown(model, texts, max(batch_sizes), gpu_id)
+    result["stages"] = stage_breakdown(model, texts, max(batch_sizes), gpu_id, profile=profile)
     return result
 
 
 def step_speed(args, texts, model: Path, work: Path) -> dict:
-    result = {"current": pipe_speed(str(model), texts, args.batch_sizes, args.rounds, args.gpu_id, args.max_batch_items)}
+    result = {"current": pipe_speed(str(model), texts, args.batch_sizes, args.rounds, args.gpu_id, args.max_batch_items,
+                                    profile=args.profile)}
     if args.old_code:
         paths = [str(args.old_code.resolve()), os.environ.get("PYTHONPATH", "")]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
@@ -217,7 +221,8 @@ def parse_args(argv=None):
     p.add_argument("--pft-steps", type=int, default=300)
     p.add_argument("--pft-batch", type=int, default=16)
     p.add_argument("--mp-updates", type=int, default=40)
-    p.add_argument("--profile", action="store_true", help="torch profile of the mixed-precision updates (GPU)")
+    p.add_argument("--profile", action="store_true",
+                   help="torch profiles: the span component's inference; on a GPU also the mixed-precision updates")
     p.add_argument("--old-code", type=Path, default=None, help="A folder holding an older spacy_sciner package")
     p.add_argument("--skip", nargs="*", default=[], help="Steps to skip: train calibrate_evaluate speed pft mixed_precision")
     p.add_argument("--speed-only", default=None, help="Only measure nlp.pipe speed of this pipeline (JSON to --out)")

@@ -48,10 +48,12 @@ def pft_corpus(sentences: List[dict], path: Path) -> None:
             out.write(json.dumps({"text": " ".join(sentence["tokens"]), **sentence}) + "\n")
 
 
-def stage_breakdown(model: str, texts: List[str], batch_size: int, gpu_id: int, rounds: int = 2) -> dict:
+def stage_breakdown(model: str, texts: List[str], batch_size: int, gpu_id: int, rounds: int = 2,
+                    profile: bool = False) -> dict:
     """Seconds per stage over all texts, device-synchronised after each stage: the
     transformer, the span component's token vectors (its first step), the rest of its
-    predict, and its set_annotations."""
+    predict, and its set_annotations. With `profile`: a torch profile of the span
+    component alone (predict + set_annotations over all texts) under "profile"."""
     import spacy
     from spacy.util import minibatch
 
@@ -88,7 +90,52 @@ def stage_breakdown(model: str, texts: List[str], batch_size: int, gpu_id: int, 
             seconds["set_annotations"] += t4 - t3
         for key in totals:
             totals[key].append(seconds[key])
-    return {key: statistics.median(values) for key, values in totals.items()}
+    result = {key: statistics.median(values) for key, values in totals.items()}
+    if profile:
+        result["profile"] = _profile_spancat(nlp, texts, batch_size, gpu_id)
+    return result
+
+
+def _profile_spancat(nlp, texts: List[str], batch_size: int, gpu_id: int) -> dict:
+    """Where the span component's inference time goes, over one pass through all texts:
+    the Python functions with the most host time (cProfile; on a GPU the host is what
+    waits) and, on a GPU, a torch profile: the counts of runtime calls that cost host
+    time per call (kernel launches, copies, synchronisations) and the top device ops."""
+    import cProfile
+    import pstats
+
+    from spacy.util import minibatch
+
+    transformer, spancat = nlp.get_pipe("transformer"), nlp.get_pipe("sciner_spancat")
+    batches = []
+    for batch in minibatch(texts, batch_size):
+        docs = [nlp.make_doc(text) for text in batch]
+        transformer.set_annotations(docs, transformer.predict(docs))
+        batches.append(docs)
+
+    def run():
+        for docs in batches:
+            spancat.set_annotations(docs, spancat.predict(docs))
+
+    profiler = cProfile.Profile()
+    profiler.runcall(run)
+    stats = pstats.Stats(profiler).stats  # {(file, line, name): (cc, ncalls, tottime, cumtime, callers)}
+    top = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:20]
+    result = {"batches": len(batches), "calls": {},
+              "top_python_by_tottime": [(f"{Path(f).name}:{line}({name})", n, round(tt * 1e3, 2), round(ct * 1e3, 2))
+                                        for (f, line, name), (_, n, tt, ct, _) in top]}
+    if gpu_id >= 0:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            run()
+        events = prof.key_averages()
+        result["calls"] = {e.key: e.count for e in events
+                           if any(word in e.key for word in ("Launch", "Memcpy", "Synchronize", "Malloc", "Memset"))}
+        top_device = sorted(events, key=lambda e: getattr(e, "self_device_time_total", 0), reverse=True)[:15]
+        result["top_by_device_time"] = [(e.key, e.count, round(getattr(e, "self_device_time_total", 0) / 1e3, 2))
+                                        for e in top_device]
+    return result
 
 
 def train_speed(config_path: Path, encoder: str, train_path: Path, gpu_id: int, mixed: bool,
@@ -174,7 +221,13 @@ def markdown_report(report: dict) -> str:
             stages = report["speed"].get(code, {}).get("stages", {})
             if stages:
                 lines += ["", f"Stages, {code} (s over all texts, largest batch): "
-                          + ", ".join(f"{k} {v:.3f}" for k, v in stages.items())]
+                          + ", ".join(f"{k} {v:.3f}" for k, v in stages.items() if k != "profile")]
+            if stages.get("profile"):
+                calls = stages["profile"]["calls"]
+                lines.append(f"Span component, one profiled pass ({stages['profile']['batches']} batches), runtime calls: "
+                             + (", ".join(f"{k} {v:,}" for k, v in sorted(calls.items())) or "none recorded")
+                             + "; most host time (cProfile, own ms): "
+                             + ", ".join(f"`{name}` {own:,.0f}" for name, _, own, _ in stages["profile"]["top_python_by_tottime"][:6]))
     if "pft" in report:
         lines += ["", "| PFT objective | tokens/s (run) | tokens/s (steady) | from step |", "|---|---|---|---|"]
         for name, row in report["pft"].items():

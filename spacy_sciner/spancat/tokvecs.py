@@ -9,15 +9,23 @@ once: one concatenation of the docs' hidden states, one gather with the concaten
 alignment, one call of the listener's own pooling layer. The numbers are the ones
 ``trfs2arrays`` computes (the pooling sees the same rows, in the same order). A
 ``spacy-sciner.HybridTok2Vec.v1`` gets its transformer side this way and is joined with
-its CNN's vectors once per batch, not per doc. Any other tok2vec, or a batch the fast path does not cover (a doc without transformer output, an
-empty alignment), goes through ``tok2vec.predict``.
+its CNN's vectors once per batch, not per doc; its CNN (spaCy's ``Tok2Vec.v2`` of
+``MultiHashEmbed`` + a window encoder) runs on the whole batch too (``predict_cnn_flat``):
+one host-to-device copy of the features instead of one per doc, and the encoder's
+zero padding between docs written by one scatter instead of a concatenation of 2 x docs
+pieces. Any other tok2vec, or a batch the fast paths do not cover (a doc without
+transformer output, an empty alignment), goes through ``tok2vec.predict``.
 """
+import importlib
 from typing import List, Optional
 
 import numpy
 from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d, Ragged
+
+# thinc's chain forward (the module, not the `chain` function thinc.layers exports).
+_CHAIN_FORWARD = importlib.import_module("thinc.layers.chain").forward
 
 
 def predict_token_vectors(tok2vec: Model, docs: List[Doc]) -> Floats2d:
@@ -45,8 +53,64 @@ def _hybrid_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
     transformer = _listener_fast_path(tok2vec.get_ref("transformer"), docs)
     if transformer is None:
         return None
-    cnn = tok2vec.get_ref("cnn").predict(docs)
-    return tok2vec.ops.xp.hstack([transformer, tok2vec.ops.flatten(cnn)])
+    cnn = predict_cnn_flat(tok2vec.get_ref("cnn"), docs)
+    if cnn is None:
+        cnn = tok2vec.ops.flatten(tok2vec.get_ref("cnn").predict(docs))
+    return tok2vec.ops.xp.hstack([transformer, cnn])
+
+
+def predict_cnn_flat(cnn: Model, docs: List[Doc]) -> Optional[Floats2d]:
+    """The vectors of a spaCy CNN tok2vec for a whole batch, concatenated in doc order:
+    the numbers of ``cnn.predict(docs)`` with no per-doc array operation.
+
+    cnn (Model): A chain of ``extract_features``, ``list2ragged``, ``with_array``
+        layers, ``ragged2list`` and ``with_array`` layers (spacy.Tok2Vec.v2 with
+        spacy.MultiHashEmbed.v2 and a window encoder).
+    docs (List[Doc]): The docs.
+    RETURNS (Optional[Floats2d]): One row per token; None for another model or a batch
+        without tokens (left to ``cnn.predict``).
+    """
+    layers = _chained(cnn)
+    names = [layer.name for layer in layers]
+    if names[:2] != ["extract_features", "list2ragged"] or "ragged2list" not in names:
+        return None
+    split = names.index("ragged2list")
+    arrays = layers[2:split] + layers[split + 1:]
+    if not arrays or not all(name.startswith("with_array(") for name in names[2:split] + names[split + 1:]):
+        return None
+    columns = layers[0].attrs["columns"]
+    features = [doc.to_array(columns).reshape(len(doc), -1) for doc in docs if len(doc)]
+    lengths = numpy.array([len(doc) for doc in docs], dtype="i")
+    if not features:
+        return None
+    X = cnn.ops.asarray2i(numpy.concatenate(features), dtype="uint64")
+    for layer in layers[2:split]:  # with_array over a Ragged: the inner layer on its data
+        X = layer.layers[0].predict(X)
+    for layer in layers[split + 1:]:
+        X = _predict_padded(layer.layers[0], X, lengths, layer.attrs.get("pad", 0))
+    return X
+
+
+def _predict_padded(layer: Model, X: Floats2d, lengths: numpy.ndarray, pad: int) -> Floats2d:
+    """``with_array(layer, pad)`` over the docs of `X`: thinc's ``ops.flatten`` puts `pad`
+    zero rows before each non-empty doc and after the last, so windows never cross docs.
+    The same array, built by one scatter, and the rows of the docs read back by one gather."""
+    if pad <= 0:
+        return layer.predict(X)
+    ops = layer.ops
+    # The rank of each row's doc among the non-empty docs (empty docs get no padding).
+    rank = numpy.repeat(numpy.cumsum(lengths > 0), lengths)
+    rows = ops.asarray1i(numpy.arange(len(X), dtype="i") + pad * rank)
+    padded = ops.alloc2f(len(X) + pad * (int((lengths > 0).sum()) + 1), X.shape[1], dtype=X.dtype)
+    padded[rows] = X
+    return layer.predict(padded)[rows]
+
+
+def _chained(model: Model) -> List[Model]:
+    """The layers of nested chains, in the order they run; [model] for any other layer."""
+    if model._func is not _CHAIN_FORWARD:
+        return [model]
+    return [leaf for layer in model.layers for leaf in _chained(layer)]
 
 
 def _listener_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:

@@ -15,7 +15,7 @@ import gpu_check  # noqa: E402
 def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     out = tmp_path / "out"
     report = gpu_check.main(["--smoke", "--encoder", str(tiny_bert_dir), "--data", f"{shared_data}/scierc",
-                             "--out", str(out), "--work", str(tmp_path / "work")])
+                             "--out", str(out), "--work", str(tmp_path / "work"), "--profile"])
     assert report["errors"] == {}
     assert report["skipped"] == {"mixed_precision": "autocast is CUDA-only"}
     saved = json.loads((out / "gpu_check.json").read_text())
@@ -27,7 +27,12 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     for batch in ("batch_8", "batch_32"):
         row = speed[batch]
         assert row["pipeline_wps"] > 0 and row["ratio"] == row["pipeline_wps"] / row["transformer_wps"]
-    assert set(speed["stages"]) == {"transformer", "token_vectors", "predict_rest", "set_annotations"}
+    assert set(speed["stages"]) == {"transformer", "token_vectors", "predict_rest", "set_annotations", "profile"}
+    profile = speed["stages"]["profile"]  # --profile: the span component's inference, 60 texts in batches of 32
+    assert profile["batches"] == 2 and profile["calls"] == {}  # no CUDA runtime calls on the CPU
+    top = profile["top_python_by_tottime"]
+    assert len(top) == 20 and all(count >= 1 and 0 <= own_ms <= total_ms for _, count, own_ms, total_ms in top)
+    assert [row[2] for row in top] == sorted((row[2] for row in top), reverse=True)
     assert speed["max_batch_items"] == 256  # the config's own (--max-batch-items not given)
     for objective in ("mlm_random", "mlm_cand+ecb"):
         pft = saved["pft"][objective]
@@ -35,6 +40,7 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     assert "cand_ecb_overhead" in saved["pft"]
     markdown = (out / "gpu_check.md").read_text()
     assert "| current | 32 | 256 |" in markdown and "mlm_cand+ecb" in markdown and "Skipped: mixed_precision" in markdown
+    assert "Span component, one profiled pass (2 batches), runtime calls: none recorded" in markdown
     assert not (out / "work").exists()  # scratch went to --work
     # An older checkout (--old-code) times a pipeline with settings it does not know:
     # they are dropped from a copy, which that code then loads.
