@@ -6,11 +6,17 @@ reads ``run*.json`` in that folder (``gpu_check.json`` files, renamed per run) a
 ``benchmarks/results/gpu_check_h200.md`` beside it: the ``nlp.pipe`` ratios of every run,
 config and code, the stage timings, mixed precision and PFT. Which commit each code is comes
 from the report's ``--label`` ("commit REV ... old code REV"); without one, "current" and
-"old code". ``readme_tables.py`` copies the summary into the README.
+"old code". Where one pipeline was timed in several runs (``--speed-only`` reruns wrapped as
+reports with ``--wrap``), a second table gives the median ratio over those runs.
+``readme_tables.py`` copies the summary into the README.
+
+    python benchmarks/gpu_check_summary.py --wrap SPEED.json --config sciner_spancat \
+        --machine-from REPORT.json --label "commit REV; ..." --to FOLDER/run4_plain_a.json
 """
 import argparse
 import json
 import re
+import statistics
 from pathlib import Path
 from typing import Dict, List
 
@@ -40,8 +46,44 @@ def stage_lines(run: str, report: dict) -> List[str]:
     for code in ("current", "old_code"):
         stages = report.get("speed", {}).get(code, {}).get("stages")
         if stages:
-            lines.append(f"- {run}, {config}, {names[code]}: " + ", ".join(f"{k} {v:.3f}" for k, v in stages.items()))
+            lines.append(f"- {run}, {config}, {names[code]}: "
+                         + ", ".join(f"{k} {v:.3f}" for k, v in stages.items() if k != "profile"))
+            calls = stages.get("profile", {}).get("calls")
+            if calls:
+                launches = sum(n for k, n in calls.items() if "Launch" in k)
+                syncs = sum(n for k, n in calls.items() if "Synchronize" in k)
+                copies = sum(n for k, n in calls.items() if k.startswith("cudaMemcpy"))
+                lines.append(f"  - span component, one profiled pass of {stages['profile']['batches']} batches: "
+                             f"{launches:,} kernel launches, {copies:,} copies, {syncs:,} synchronisations")
     return lines
+
+
+def median_rows(reports: Dict[str, dict]) -> List[str]:
+    """Median ratio per config, code and batch size over the runs that timed it more than once."""
+    ratios: Dict[tuple, List[float]] = {}
+    for report in reports.values():
+        config, names = report["args"].get("config", "sciner_spancat"), code_names(report.get("label", ""))
+        for code in ("current", "old_code"):
+            for key, row in report.get("speed", {}).get(code, {}).items():
+                if key.startswith("batch_"):
+                    ratios.setdefault((config, names[code], int(key[6:])), []).append(row["ratio"])
+    rows = [f"| {config} | {code} | {batch} | {len(r)} | {', '.join(f'{x:.2f}' for x in r)} | {statistics.median(r):.2f} |"
+            for (config, code, batch), r in sorted(ratios.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2]))
+            if len(r) > 1]
+    if not rows:
+        return []
+    return ["", "Ratio by config and code over every run that timed it (runs as above; the pipelines of different runs differ):", "",
+            "| config | code | batch | timings | ratios | median |", "|---|---|---|---|---|---|", *rows]
+
+
+def wrap(speed: Path, config: str, machine_from: Path, label: str, to: Path) -> Path:
+    """A ``--speed-only`` result as a gpu_check report (for the summary): its config, a
+    label naming the commit, the machine of a report from the same session."""
+    report = {"label": label, "machine": json.loads(machine_from.read_text())["machine"],
+              "args": {"config": config, "speed_only": str(speed)}, "errors": {},
+              "speed": {"current": json.loads(speed.read_text())}}
+    to.write_text(json.dumps(report, indent=2))
+    return to
 
 
 def summary(folder: Path) -> str:
@@ -56,6 +98,7 @@ def summary(folder: Path) -> str:
            "|---|---|---|---|---|---|---|"]
     for run, report in reports.items():
         out += speed_rows(run, report)
+    out += median_rows(reports)
     out += ["", "Stages (s over all texts at the larger batch size, synchronised after each):"]
     for run, report in reports.items():
         out += stage_lines(run, report)
@@ -81,8 +124,19 @@ def summary(folder: Path) -> str:
 
 def main(argv=None) -> Path:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("folder", type=Path, help="A folder of gpu_check reports named run*.json")
+    p.add_argument("folder", type=Path, nargs="?", help="A folder of gpu_check reports named run*.json")
+    p.add_argument("--wrap", type=Path, help="A --speed-only result to write as a report (--to)")
+    p.add_argument("--config", default="sciner_spancat")
+    p.add_argument("--machine-from", type=Path)
+    p.add_argument("--label", default="")
+    p.add_argument("--to", type=Path)
     args = p.parse_args(argv)
+    if args.wrap:
+        if not (args.machine_from and args.to):
+            p.error("--wrap needs --machine-from and --to")
+        return wrap(args.wrap, args.config, args.machine_from, args.label, args.to)
+    if args.folder is None:
+        p.error("a folder of run*.json reports, or --wrap")
     out = args.folder.parent / f"{args.folder.name}.md"
     out.write_text(summary(args.folder))
     return out

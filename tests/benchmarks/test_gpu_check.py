@@ -95,6 +95,36 @@ def test_gpu_check_summary_names_each_runs_commits(tmp_path):
         gpu_check_summary.main([str(tmp_path)])
 
 
+def test_gpu_check_summary_wraps_speed_only_timings_and_takes_medians(tmp_path):
+    """--wrap turns a --speed-only result into a report of the same machine; a config and
+    code timed in several runs gets its ratios and their median; profile counts are summed."""
+    import gpu_check_summary
+
+    folder = tmp_path / "gpu_run"
+    folder.mkdir()
+    profile = {"batches": 11, "calls": {"cuLaunchKernel": 900, "cudaLaunchKernel": 100, "cudaMemcpyAsync": 20,
+                                        "Memcpy HtoD (Pinned -> Device)": 20, "cudaStreamSynchronize": 7}}
+    speed = {"batch_256": {"transformer_wps": 100.0, "pipeline_wps": 60.0, "ratio": 0.6},
+             "stages": {"transformer": 0.9, "profile": profile}}
+    report = {"machine": {"torch": "2", "python": "3.12", "gpu": "G"}, "label": "commit abc1234",
+              "args": {"config": "sciner_spancat"}, "speed": {"current": speed}}
+    (folder / "run1.json").write_text(json.dumps(report))
+    for name, ratio in (("a", 0.9), ("b", 1.0)):
+        timing = tmp_path / f"{name}.json"
+        timing.write_text(json.dumps({"batch_256": {"transformer_wps": 100.0, "pipeline_wps": 100.0 * ratio, "ratio": ratio}}))
+        gpu_check_summary.main(["--wrap", str(timing), "--config", "sciner_spancat", "--machine-from",
+                                str(folder / "run1.json"), "--label", "commit abc1234; again", "--to",
+                                str(folder / f"run2_{name}.json")])
+    wrapped = json.loads((folder / "run2_a.json").read_text())
+    assert wrapped["machine"]["gpu"] == "G" and wrapped["speed"]["current"]["batch_256"]["ratio"] == 0.9
+    text = gpu_check_summary.main([str(folder)]).read_text()
+    assert "| sciner_spancat | abc1234 | 256 | 3 | 0.60, 0.90, 1.00 | 0.90 |" in text
+    assert "- run1, sciner_spancat, abc1234: transformer 0.900\n" in text  # the profile is no stage
+    assert "one profiled pass of 11 batches: 1,000 kernel launches, 20 copies, 7 synchronisations" in text
+    with pytest.raises(SystemExit):
+        gpu_check_summary.main(["--wrap", str(tmp_path / "a.json")])  # no --machine-from / --to
+
+
 def test_gpu_check_overrides_the_encoder_sub_batches_only_where_a_config_has_them(tmp_path):
     hybrid = gpu_check.config_path("sciner_spancat_hybrid")
     assert gpu_check.padded_override(hybrid, 0) == ["--components.transformer.model.max_padded_wordpieces", "0"]
