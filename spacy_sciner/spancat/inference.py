@@ -7,8 +7,9 @@ Two entry points share the enumeration:
   and copy only the output spans' indices, labels and scores to the host, once per
   batch, in ``collect_spans``. On a GPU a copy or a boolean compaction is a
   synchronisation, so the MLP there runs on every candidate of a chunk and the filter's
-  verdict is a mask (the MLP costs less than the wait); on the CPU the filter compacts
-  the chunk first, which is what saves the MLP's work. The split lets ``pipe`` queue a
+  verdict is a mask (the MLP costs less than the wait); on the CPU the filter runs
+  first, on projections of the token rows (``prefilter``), so that only its survivors
+  get span vectors and reach the MLP. The split lets ``pipe`` queue a
   batch's work before waiting for the previous batch's results.
 * ``score_all_spans`` (calibration) returns every candidate's filter probability and the
   kept ones' class probabilities on the host.
@@ -29,6 +30,7 @@ from .candidates import EdgeRule, Suggester, doc_candidates
 from .decode import best_labels, is_entity
 from .filter import sigmoid
 from .model import iter_span_vectors
+from .prefilter import can_prefilter, iter_kept_span_vectors
 from .tokvecs import predict_token_vectors
 
 
@@ -181,6 +183,9 @@ def launch_spans(
         return LaunchedSpans(ops, lengths, None, None, None, None, None)
     cut = filter_cut(filter_threshold)
     classifier, filter_head = model.get_ref("classifier"), model.get_ref("filter")
+    if compact and cut is not None and can_prefilter(model.get_ref("span_encoder"), filter_head, suggester is not None):
+        return _launch_prefiltered(model, docs, lengths, max_span_length, chunk_size, cut, n_labels, threshold,
+                                   allow_punct_edges)
     rows, passed, entity, labels, scores = [], [], [], [], []
     for chunk, reps in candidate_vectors(model, docs, lengths, max_span_length, chunk_size, suggester, allow_punct_edges):
         kept = None if cut is None else filter_head.predict(reps)[:, 0].astype("float64") >= cut
@@ -196,6 +201,26 @@ def launch_spans(
     passed = None if cut is None else xp.concatenate(passed)
     return LaunchedSpans(ops, lengths, numpy.concatenate(rows), passed, xp.concatenate(entity),
                          xp.concatenate(labels), xp.concatenate(scores))
+
+
+def _launch_prefiltered(model, docs, lengths, max_span_length, chunk_size, cut, n_labels, threshold,
+                        allow_punct_edges) -> "LaunchedSpans":
+    """``launch_spans`` on the CPU with the filter run first (``prefilter``): only the
+    candidates it keeps get span vectors and reach the MLP."""
+    counts = {}
+    chunks = iter_kept_span_vectors(
+        model.get_ref("span_encoder"), model.get_ref("filter"), predict_token_vectors(model.get_ref("tok2vec"), docs),
+        lengths, max_span_length, chunk_size, cut, keep=EdgeRule(docs, allow_punct_edges).mask, counts=counts,
+    )
+    rows, entity, labels, scores = [numpy.zeros((0, 2), "i")], [numpy.zeros(0, bool)], [numpy.zeros(0, "i")], [numpy.zeros(0, "f")]
+    for chunk, reps in chunks:
+        ent, label, score = _decide(model.get_ref("classifier"), reps, None, n_labels, threshold, True)
+        rows.append(chunk)
+        entity.append(ent)
+        labels.append(label)
+        scores.append(score)
+    return LaunchedSpans(model.ops, lengths, numpy.concatenate(rows), None, numpy.concatenate(entity),
+                         numpy.concatenate(labels), numpy.concatenate(scores), counts["candidates"])
 
 
 def collect_spans(launched: "LaunchedSpans") -> SpanPredictions:
@@ -215,7 +240,8 @@ def collect_spans(launched: "LaunchedSpans") -> SpanPredictions:
     out_scores = ops.to_numpy(launched.scores[chosen]).astype("f")
     chosen = ops.to_numpy(chosen)
     n_scored = len(rows) if launched.passed is None else int(launched.passed.sum())
-    return _group_by_doc(rows[chosen], out_labels, out_scores, lengths, len(rows), n_scored)
+    n_candidates = len(rows) if launched.n_candidates is None else launched.n_candidates
+    return _group_by_doc(rows[chosen], out_labels, out_scores, lengths, n_candidates, n_scored)
 
 
 class LaunchedSpans(NamedTuple):
@@ -228,6 +254,9 @@ class LaunchedSpans(NamedTuple):
     entity: Any  # device bool per candidate: output
     labels: Any  # device label index per candidate
     scores: Any  # device best-label probability per candidate
+    # Candidates enumerated, where ``rows`` holds only the filter's survivors
+    # (``prefilter``); None: ``rows`` holds them all.
+    n_candidates: Optional[int] = None
 
 
 def pipe_one_batch_ahead(

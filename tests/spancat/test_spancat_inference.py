@@ -201,3 +201,16 @@ def test_pipe_sends_a_failing_batch_to_the_error_handler(trained_nlp):
         pipe.set_error_handler(spacy.util.raise_error)
     assert handled == [("sciner_spancat", [TEXTS[1]], "boom")]
     assert [d.text for d in docs] == [t for t in TEXTS if t != TEXTS[1]]
+
+
+@pytest.mark.parametrize("compact,used", [(True, True), (False, False)])
+def test_cpu_predict_runs_the_filter_first(trained_nlp, monkeypatch, compact, used):
+    """On the CPU (compacting) ``predict`` takes the filter-first path; masking does not."""
+    from spacy_sciner.spancat import inference
+
+    calls, original = [], inference.iter_kept_span_vectors
+    monkeypatch.setattr(inference, "iter_kept_span_vectors", lambda *a, **k: calls.append(1) or original(*a, **k))
+    pipe = trained_nlp.get_pipe("sciner_spancat")
+    out = predict_spans(pipe.model, transformed(trained_nlp), n_labels=len(pipe.labels), max_span_length=8,
+                        chunk_size=50, threshold=None, filter_threshold=0.01, compact=compact)
+    assert bool(calls) == used and out.n_candidates > out.n_scored
