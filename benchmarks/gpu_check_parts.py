@@ -196,7 +196,10 @@ def _profile(nlp, optimizer, batches) -> List[Tuple]:
 
 def markdown_report(report: dict) -> str:
     """The JSON report as a short Markdown page."""
-    config = report.get("args", {}).get("config", "sciner_spancat")
+    args = report.get("args", {})
+    config = args.get("config", "sciner_spancat")
+    if args.get("model") not in (None, "None") and "train" in str(args.get("skip", "")):
+        config = f"the given pipeline {args['model']}"  # not trained here: --config does not apply
     lines = ["# gpu_check", "", f"Machine: `{json.dumps(report['machine'])}`", "", f"Config: `{config}`", ""]
     if report.get("label"):
         lines[1:1] = ["", report["label"]]
@@ -222,6 +225,12 @@ def markdown_report(report: dict) -> str:
             if stages:
                 lines += ["", f"Stages, {code} (s over all texts, largest batch): "
                           + ", ".join(f"{k} {v:.3f}" for k, v in stages.items() if k != "profile")]
+                if stages.get("transformer"):
+                    # The ratio the stage times imply, free of the bare transformer's own
+                    # round-to-round spread (the words/s ratios above divide two timings).
+                    span = sum(stages.get(k, 0.0) for k in ("token_vectors", "predict_rest", "set_annotations"))
+                    lines.append(f"Transformer / (transformer + span component), from the stages: "
+                                 f"{stages['transformer'] / (stages['transformer'] + span):.3f}")
             if stages.get("profile"):
                 calls = stages["profile"]["calls"]
                 lines.append(f"Span component, one profiled pass ({stages['profile']['batches']} batches), runtime calls: "

@@ -137,3 +137,16 @@ def test_gpu_check_overrides_the_encoder_sub_batches_only_where_a_config_has_the
     assert (args.max_padded_wordpieces, args.max_batch_items) == (0, 4096)
     args = gpu_check.parse_args(["--out", str(tmp_path)])
     assert (args.max_padded_wordpieces, args.max_batch_items) == (None, None)
+
+
+def test_markdown_report_states_the_ratio_the_stages_imply_and_the_timed_pipeline():
+    from gpu_check_parts import markdown_report
+
+    stages = {"transformer": 6.0, "token_vectors": 0.5, "predict_rest": 0.4, "set_annotations": 0.1}
+    report = {"machine": {}, "args": {"config": "sciner_spancat", "model": "/m/calibrated", "skip": "['train']"},
+              "speed": {"current": {"stages": stages}}}
+    text = markdown_report(report)
+    assert "from the stages: 0.857" in text  # 6 / 7
+    assert "Config: `the given pipeline /m/calibrated`" in text
+    report["args"] = {"config": "sciner_spancat_hybrid", "model": "None", "skip": "[]"}
+    assert "Config: `sciner_spancat_hybrid`" in markdown_report(report)
