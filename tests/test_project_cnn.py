@@ -138,8 +138,7 @@ def test_vectors_and_init_tok2vec_are_checked_before_training(tmp_path):
 def test_cnn_all_workflow_pretrains_and_trains_from_both(project_with_aux):
     project, data_dir = project_with_aux(200)
     cmd = [sys.executable, "-m", "spacy", "project", "run", "cnn_all", str(project),
-           "--vars.dataset", "demo", "--vars.data_dir", str(data_dir), "--vars.config", "sciner_spancat_cnn",
-           "--vars.vectors", "vectors/demo", "--vars.init_tok2vec", "pretrain/demo/model0.bin",
+           "--vars.dataset", "demo", "--vars.data_dir", str(data_dir),
            "--vars.vectors_dim", "16", "--vars.vectors_epochs", "1", "--vars.pretrain_epochs", "1",
            "--vars.max_steps", "10", "--vars.eval_frequency", "5"]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=project, timeout=1200)
@@ -148,6 +147,12 @@ def test_cnn_all_workflow_pretrains_and_trains_from_both(project_with_aux):
     log = srsly.read_json(project / "vectors" / "demo" / "vectors_log.json")
     assert log["lines"] == 600 and log["table_shape"] == [50000, 16]
     assert (project / "pretrain" / "demo" / "model0.bin").exists()
+    # with no --vars.config / vectors / init_tok2vec given, train-cnn trained cnn_config from
+    # the vectors and the last pretrain weights the workflow had just written
+    trained = spacy.util.load_config(project / "training" / "demo" / "model-best" / "config.cfg")
+    assert trained["paths"]["vectors"] == "vectors/demo"
+    assert trained["paths"]["init_tok2vec"] == "pretrain/demo/model-last.bin"
+    assert trained["components"]["sciner_spancat"]["model"]["tok2vec"]["@architectures"] == "spacy.Tok2VecListener.v1"
     nlp = spacy.load(project / "training" / "demo" / "model-calibrated")
     assert "transformer" not in nlp.pipe_names and nlp.vocab.vectors.shape == (50000, 16)
     metrics = srsly.read_json(project / "metrics" / "demo.json")

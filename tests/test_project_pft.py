@@ -1,5 +1,5 @@
 """The project's `pft_all` workflow end to end, reduced: mine -> build-corpus -> pft -> train
-from the PFT checkpoint (through the `encoder` variable) -> calibrate -> evaluate.
+from the PFT checkpoint (train-pft, whatever `encoder` says) -> calibrate -> evaluate.
 
 It runs the commands of project.yml in a copy of the project on the shipped demo sample, with
 the first lines of the real CS aux files (a small data_dir built from ../shared/data), a tiny
@@ -41,7 +41,7 @@ def test_pft_all_workflow_trains_from_the_pft_checkpoint(tmp_path, tiny_bert_dir
     project, data_dir = project_with_aux(150)
     cmd = [sys.executable, "-m", "spacy", "project", "run", "pft_all", str(project),
            "--vars.dataset", "demo", "--vars.data_dir", str(data_dir), "--vars.base_encoder", str(tiny_bert_dir),
-           "--vars.encoder", "pft/demo/encoder", "--vars.pft_sentences", "120", "--vars.pft_steps", "4",
+           "--vars.pft_sentences", "120", "--vars.pft_steps", "4",
            "--vars.pft_batch_size", "8", "--vars.n_process", "1", "--vars.max_epochs", "1", "--vars.min_steps", "0",
            "--vars.eval_frequency", "5", "--vars.warmup_steps", "2"]
     result = subprocess.run(cmd, capture_output=True, text=True, cwd=project, timeout=1200)

@@ -1,5 +1,6 @@
 """The project's `weak_all` workflow end to end, reduced: convert -> label-weak ->
-pretrain-weak -> export-encoder -> train from the exported encoder -> calibrate -> evaluate.
+pretrain-weak -> export-encoder -> train from the exported encoder (train-weak, with no
+`encoder` given) -> calibrate -> evaluate.
 
 It runs the commands of project.yml in a copy of the project on the shipped demo sample, with
 the first lines of the real CS aux files (a small data_dir built from ../shared/data), a tiny
@@ -33,7 +34,7 @@ def test_label_weak_command_reads_no_dev_or_test_file():
     assert "dev" not in text and "test" not in text, text
     assert "{AUX}" in text and "train.spacy" in text
     assert project["workflows"]["weak_all"] == [
-        "convert", "label-weak", "pretrain-weak", "export-encoder", "train", "calibrate", "evaluate"]
+        "convert", "label-weak", "pretrain-weak", "export-encoder", "train-weak", "calibrate", "evaluate"]
 
 
 def test_weak_all_workflow_pretrains_exports_and_fine_tunes(tmp_path, tiny_bert_dir, project_with_aux):
@@ -41,7 +42,7 @@ def test_weak_all_workflow_pretrains_exports_and_fine_tunes(tmp_path, tiny_bert_
     encoder = "training/demo-weak/encoder"
     cmd = [sys.executable, "-m", "spacy", "project", "run", "weak_all", str(project),
            "--vars.dataset", "demo", "--vars.data_dir", str(data_dir),
-           "--vars.base_encoder", str(tiny_bert_dir), "--vars.encoder", encoder,
+           "--vars.base_encoder", str(tiny_bert_dir),
            "--vars.weak_lines", "600", "--vars.weak_steps", "4", "--vars.weak_eval_frequency", "2",
            "--vars.n_process", "1", "--vars.max_epochs", "1", "--vars.min_steps", "0", "--vars.eval_frequency", "5",
            "--vars.warmup_steps", "2"]
