@@ -15,7 +15,8 @@ component. Empty strings mean "not given", so project variables can default to "
 than `--min-steps` updates (a small training set), and their learning rate then decays
 to 0 no earlier than their last update (total_steps raised to epochs x batches per epoch where
 that is more than the config's); the CNN configs train until
-dev F stops improving, as measured by benchmarks/convergence.py (`--max-steps` caps them).
+dev F stops improving, as measured by benchmarks/convergence.py. `--max-steps` (> 0) caps
+either kind, for a quick trial (the decay then ends at the cap where that is past the config's).
 `configs/auto.cfg` (project.yml's default) names no file: it stands for the default hybrid,
 or for the transformer-only config where the training set has fewer than `--small-train-words`
 words (`resolve_auto`).
@@ -91,14 +92,23 @@ def budget_overrides(config, args) -> list:
     takes ``--max-epochs``. A config that trains until dev F stops improving (the CNN
     configs: max_epochs = 0, patience and max_steps in its [training] block, the recipe
     benchmarks/convergence.py measured) keeps its own stopping rule: an epoch count would cut
-    it short; ``--max-steps`` (> 0) caps it."""
+    it short. ``--max-steps`` (> 0) caps either kind (a quick trial run)."""
     training = config["training"]
     if training.get("max_epochs", 0) > 0:
         per_epoch = updates_per_epoch(config, args.train)
         epochs = epochs_for(args, per_epoch)
-        if per_epoch:  # benchmarks/project_run.py records this count
-            print(f"{args.config}: {epochs} epochs x {per_epoch} batches = {epochs * per_epoch} updates", flush=True)
-        return ["--training.max_epochs", str(epochs), *decay_overrides(config, args, epochs, per_epoch)]
+        total = epochs * per_epoch if per_epoch else None
+        out = ["--training.max_epochs", str(epochs)]
+        cap = getattr(args, "max_steps", 0)
+        if cap > 0 and (total is None or total > cap):
+            out += ["--training.max_steps", str(cap)]
+            total = cap
+        if per_epoch:  # benchmarks/project_run.py records this count (the line's end)
+            capped = f" ({epochs * per_epoch}) capped by --max-steps" if total != epochs * per_epoch else ""
+            print(f"{args.config}: {epochs} epochs x {per_epoch} batches{capped} = {total} updates", flush=True)
+        elif cap > 0:
+            print(f"{args.config}: {epochs} epochs, capped at --max-steps {cap}", flush=True)
+        return out + decay_overrides(config, epochs, per_epoch, total)
     budget = f"patience {training.get('patience')} steps, max_steps {training.get('max_steps')}"
     if getattr(args, "max_steps", 0) > 0:
         print(f"{args.config}: trains by early stopping ({budget}); capped at --max-steps {args.max_steps}", flush=True)
@@ -124,22 +134,21 @@ def epochs_for(args, per_epoch) -> int:
     return epochs
 
 
-def decay_overrides(config, args, epochs: int, per_epoch) -> list:
+def decay_overrides(config, epochs: int, per_epoch, total) -> list:
     """A warm-up + linear-decay learning rate must not reach 0 before the epoch budget ends:
-    its ``total_steps`` becomes the number of updates ``epochs`` epochs (``epochs_for``) of the training
-    set make (batches of the config's batcher over its train reader) where that is more than
-    the config's own (1,000). On a set of BioNLP13CG's size (173 updates per epoch) 15 epochs
+    its ``total_steps`` becomes ``total``, the number of updates ``epochs`` epochs (``epochs_for``)
+    of the training set make (batches of the config's batcher over its train reader; fewer
+    under ``--max-steps``) where that is more than the config's own (1,000). On a set of BioNLP13CG's size (173 updates per epoch) 15 epochs
     are 2,595 updates, and the rate would otherwise sit at 0 for the last 60% of them. Shorter
     runs keep the config's 1,000, so the rate stays high to their end: on the demo (150
     updates) that was 2.1 points of calibrated dev F better than decaying to 0 at 150."""
     schedule = config["training"]["optimizer"].get("learn_rate")
     if not (isinstance(schedule, dict) and schedule.get("@schedules") == "warmup_linear.v1"):
         return []
-    total = per_epoch * epochs if per_epoch else 0
-    if total <= schedule.get("total_steps", 0):
+    if not total or total <= schedule.get("total_steps", 0):
         return []
-    print(f"{args.config}: learning rate to 0 at update {total} ({epochs} epochs x {per_epoch} batches), "
-          f"not at the config's {schedule['total_steps']}", flush=True)
+    budget = f"{epochs} epochs x {per_epoch} batches" if total == epochs * per_epoch else "--max-steps"
+    print(f"learning rate to 0 at update {total} ({budget}), not at the config's {schedule['total_steps']}", flush=True)
     return ["--training.optimizer.learn_rate.total_steps", str(total)]
 
 
@@ -199,7 +208,8 @@ def main(argv) -> int:
     p.add_argument("--max-epochs", type=int, default=15)
     p.add_argument("--min-steps", type=int, default=0,
                    help="epoch-budgeted configs: more epochs where --max-epochs make fewer updates than this (0: none)")
-    p.add_argument("--max-steps", type=int, default=0, help="early-stopping configs only: at most N updates (0: the config's own)")
+    p.add_argument("--max-steps", type=int, default=0,
+                   help="at most N updates, any config (0: the epoch budget, or an early-stopping config's own)")
     p.add_argument("--eval-frequency", type=int, default=200)
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--gpu-id", type=int, default=-1)

@@ -12,6 +12,8 @@ from spacy.util import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import project_run  # noqa: E402
 import train as train_script  # noqa: E402
 
 
@@ -45,6 +47,32 @@ def test_training_budget_follows_the_config(capsys):
     assert "trains by early stopping (patience 1600 steps, max_steps 20000); --max-epochs 7 not used" in capsys.readouterr().out
     capped = train_script.overrides_for(_config("sciner_spancat_cnn"), _args(max_steps=30))
     assert capped[capped.index("--training.max_steps") + 1] == "30" and "--training.max_epochs" not in capped
+    # --max-steps caps an epoch budget too (a quick trial): spacy train stops at whichever comes first
+    capped = train_script.overrides_for(_config("sciner_spancat"), _args(max_epochs=7, max_steps=30))
+    assert capped[capped.index("--training.max_steps") + 1] == "30"
+    assert capped[capped.index("--training.max_epochs") + 1] == "7"
+
+
+def test_max_steps_caps_an_epoch_budget_and_its_decay(tmp_path, capsys):
+    """--max-steps below epochs x batches: spacy train stops there, the announced count (what
+    benchmarks/project_run.py records) is the cap, and the learning rate reaches 0 at the cap
+    (not at the uncapped epoch budget); a cap above the budget changes nothing."""
+    from spacy.tokens import Doc, DocBin
+
+    nlp = spacy.blank("en")
+    DocBin(docs=[Doc(nlp.vocab, words=[f"w{i}"] * 100) for i in range(10)]).to_disk(tmp_path / "train.spacy")
+    train = str(tmp_path / "train.spacy")  # 2 batches per epoch
+    trf = train_script.overrides_for(_config("sciner_spancat_hybrid"), _args(train=train, max_epochs=7, min_steps=2001,
+                                                                              max_steps=1500))
+    assert trf[trf.index("--training.max_steps") + 1] == "1500"
+    assert trf[trf.index("--training.optimizer.learn_rate.total_steps") + 1] == "1500"
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("c.cfg: 1001 epochs"))
+    assert line == "c.cfg: 1001 epochs x 2 batches (2002) capped by --max-steps = 1500 updates"
+    assert project_run.updates_in(line) == 1500
+    assert "learning rate to 0 at update 1500 (--max-steps), not at the config's 1000" in out
+    loose = train_script.overrides_for(_config("sciner_spancat_hybrid"), _args(train=train, max_epochs=7, max_steps=15))
+    assert "--training.max_steps" not in loose and "c.cfg: 7 epochs x 2 batches = 14 updates" in capsys.readouterr().out
 
 
 def test_auto_config_follows_the_training_set_size(tmp_path, capsys):
