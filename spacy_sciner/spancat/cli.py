@@ -19,6 +19,7 @@ def calibrate_cli(
     also: List[Path] = typer.Option([], "--also", help="Another checkpoint to calibrate (e.g. training/model-last); the one with the best calibrated dev F is saved. Repeatable"),
     target_recall: float = typer.Option(0.99, "--target-recall", help="Fraction of reachable gold spans the filter keeps"),
     tune_threshold: bool = typer.Option(True, "--tune-threshold/--keep-threshold", help="Also choose the decision rule on dev: argmax, or a probability floor where it beats argmax"),
+    tune_ents: bool = typer.Option(True, "--tune-ents/--ents-from-spans", help="With --tune-threshold: give doc.ents its own probability floor where that beats decoding doc.spans on dev doc.ents F"),
     component: Optional[str] = typer.Option(None, "--component", help="Component name (default: the only sciner_spancat)"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for CPU"),
     batch_size: int = typer.Option(64, "--batch-size", help="Docs per batch"),
@@ -53,7 +54,8 @@ def calibrate_cli(
     setup_device(gpu_id)  # before loading anything: a bad --gpu-id fails at once
     best = None
     for path in candidates:
-        nlp, report, name, examples = _calibrate(path, dev_path, component, target_recall, tune_threshold, batch_size, gold_tokens)
+        nlp, report, name, examples = _calibrate(path, dev_path, component, target_recall, (tune_threshold, tune_ents),
+                                                 batch_size, gold_tokens)
         if len(candidates) > 1:
             typer.echo(f"{path}: calibrated dev F {report.get('dev_f', float('nan')):.4f}")
         if best is None or report.get("dev_f", 0.0) > best[1].get("dev_f", 0.0):
@@ -73,9 +75,11 @@ def calibrate_cli(
 
 
 def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target_recall: float,
-               tune_threshold: bool, batch_size: int, gold_tokens: bool = False) -> Tuple[Any, Dict[str, Any], str, list]:
+               tune: Tuple[bool, bool], batch_size: int, gold_tokens: bool = False) -> Tuple[Any, Dict[str, Any], str, list]:
     """Load one checkpoint, calibrate its sciner_spancat on dev and print the report.
-    Returns the pipeline, the report, the component's name and the dev examples."""
+    ``tune``: (--tune-threshold, --tune-ents). Returns the pipeline, the report, the
+    component's name and the dev examples."""
+    tune_threshold, tune_ents = tune
     import spacy
     from spacy.training import Corpus
 
@@ -104,7 +108,8 @@ def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target
     if not any(key in eg.reference.spans and len(eg.reference.spans[key]) for eg in examples):
         fail(f"{dev_path}: no gold spans in doc.spans[{key!r}] (the spans_key of '{names[0]}'): nothing to calibrate on")
     report = pipe.calibrate(
-        examples, target_recall=target_recall, tune_threshold=tune_threshold, nlp=nlp, batch_size=batch_size
+        examples, target_recall=target_recall, tune_threshold=tune_threshold, tune_ents=tune_ents, nlp=nlp,
+        batch_size=batch_size,
     )
     report["dev_tokens"] = "gold" if gold_tokens else "spacy"  # which tokenization dev was read on
     typer.echo(
@@ -118,6 +123,12 @@ def _calibrate(model_dir: Path, dev_path: Path, component: Optional[str], target
         typer.echo(
             f"decision rule {rule}: dev P {report['dev_p']:.4f} R {report['dev_r']:.4f} F {report['dev_f']:.4f} "
             f"(argmax F {report['argmax_dev_f']:.4f}, best floor {report['floor_threshold']:.4g} F {report['floor_dev_f']:.4f})"
+        )
+    if "ents_dev_f" in report:
+        way = "decode of doc.spans" if report["ents_threshold"] is None else f"own floor {report['ents_threshold']:.4g}"
+        typer.echo(
+            f"doc.ents {way}: dev P {report['ents_dev_p']:.4f} R {report['ents_dev_r']:.4f} F {report['ents_dev_f']:.4f} "
+            f"(from doc.spans F {report['ents_dev_f_from_spans']:.4f}, best own floor F {report['ents_floor_dev_f']:.4f})"
         )
     return nlp, report, names[0], examples
 

@@ -79,6 +79,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         use_filter: bool = True,
         filter_threshold: Optional[float] = None,
         write_ents: bool = True,
+        ents_threshold: Optional[float] = None,
         chunk_size: int = 20000,
         learn_rate_scale: float = 10.0,
         seed: int = 0,
@@ -106,6 +107,10 @@ class SciNERSpanCategorizer(TrainablePipe):
         filter_threshold (Optional[float]): Filter probability below which a span is
             pruned; None (uncalibrated) keeps every span. Set by ``calibrate``.
         write_ents (bool): Also write a non-overlapping decode to ``doc.ents``.
+        ents_threshold (Optional[float]): None: ``doc.ents`` decodes the ``doc.spans``
+            output. A float: it decodes the kept spans whose best label's probability
+            is >= it, which may be fewer or more than the output spans (``calibrate``
+            chooses it on dev ``doc.ents`` F where that beats decoding ``doc.spans``).
         chunk_size (int): Most spans scored at once, bounding memory on long docs.
         learn_rate_scale (float): Multiplier of the optimizer's learning rate for the
             span head (pooling, MLP and filter, trained from scratch). The tok2vec
@@ -113,7 +118,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         seed (int): Seed of the negative-sampling random generator.
         scorer (Optional[Callable]): The scoring method.
         """
-        check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size)
+        check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size, ents_threshold)
         if not float(learn_rate_scale) > 0:
             raise ValueError(f"Invalid sciner_spancat settings: learn_rate_scale must be > 0, got {learn_rate_scale!r}")
         self.vocab = vocab
@@ -134,6 +139,7 @@ class SciNERSpanCategorizer(TrainablePipe):
             "use_filter": use_filter,
             "filter_threshold": filter_threshold,
             "write_ents": write_ents,
+            "ents_threshold": ents_threshold,
             "chunk_size": chunk_size,
             "learn_rate_scale": learn_rate_scale,
             "seed": seed,
@@ -215,6 +221,7 @@ class SciNERSpanCategorizer(TrainablePipe):
             max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
             threshold=self.cfg["threshold"], filter_threshold=self.cfg["filter_threshold"] if prune else None,
             suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
+            ents_threshold=self.cfg.get("ents_threshold") if self.cfg["write_ents"] else None,
         )
 
     def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
@@ -241,13 +248,24 @@ class SciNERSpanCategorizer(TrainablePipe):
         rows = numpy.asarray(predictions.spans.dataXd).reshape(-1, 2).tolist()
         labels, scores = numpy.asarray(predictions.labels).tolist(), numpy.asarray(predictions.scores, dtype="f")
         label_ids = [self.vocab.strings.add(label) for label in self.labels]
+        # With an ents floor, predict also returns spans only doc.ents may take (in_spans False).
+        in_spans, ents_floor = predictions.in_spans, self.cfg.get("ents_threshold")
+        for_ents = None if in_spans is None else (scores.astype("float64") >= float(ents_floor)).tolist()
         offset = 0
         for doc, count in zip(docs, numpy.asarray(predictions.spans.lengths).tolist()):
             end = offset + count
             spans = make_spans(doc, rows[offset:end], labels[offset:end], label_ids)
-            doc.spans[self.key] = SpanGroup(doc, name=self.key, spans=spans, attrs={"scores": scores[offset:end]})
-            if self.cfg["write_ents"]:
-                doc.ents = [spans[i] for i in greedy_decode(rows[offset:end], scores[offset:end], len(doc))]
+            if in_spans is None:
+                doc.spans[self.key] = SpanGroup(doc, name=self.key, spans=spans, attrs={"scores": scores[offset:end]})
+                if self.cfg["write_ents"]:
+                    doc.ents = [spans[i] for i in greedy_decode(rows[offset:end], scores[offset:end], len(doc))]
+            else:
+                member = in_spans[offset:end]
+                group = [span for span, m in zip(spans, member) if m]
+                doc.spans[self.key] = SpanGroup(doc, name=self.key, spans=group, attrs={"scores": scores[offset:end][member]})
+                ents = [i for i in range(count) if for_ents[offset + i]]
+                chosen = greedy_decode([rows[offset + i] for i in ents], [float(scores[offset + i]) for i in ents], len(doc))
+                doc.ents = [spans[ents[i]] for i in chosen]
             offset = end
 
     def update(
@@ -380,6 +398,7 @@ class SciNERSpanCategorizer(TrainablePipe):
         *,
         target_recall: float = 0.99,
         tune_threshold: bool = True,
+        tune_ents: bool = True,
         nlp: Optional[Language] = None,
         batch_size: int = 64,
     ) -> Dict[str, float]:
@@ -390,15 +409,20 @@ class SciNERSpanCategorizer(TrainablePipe):
         target_recall (float): Fraction of reachable gold spans the filter must keep.
         tune_threshold (bool): Also choose the decision rule on dev: argmax, unless a
             probability floor reaches a higher dev F1 (then ``threshold`` is that floor).
+        tune_ents (bool): With ``tune_threshold`` and ``write_ents``, also choose
+            ``ents_threshold``: doc.ents' own floor where it beats decoding doc.spans on
+            dev doc.ents F (gold: the dev docs' ``doc.ents``); else doc.ents decodes doc.spans.
         nlp (Optional[Language]): Pipeline whose components before this one are run.
         batch_size (int): Docs per batch.
         RETURNS (Dict[str, float]): The report, also stored in ``cfg["calibration"]``.
         """
         data = collect_calibration_data(self, examples, nlp=nlp, batch_size=batch_size)
-        report = choose_thresholds(data, target_recall=target_recall, tune_threshold=tune_threshold)
+        tune_ents = tune_ents and bool(self.cfg["write_ents"]) and data.n_gold_ents > 0
+        report = choose_thresholds(data, target_recall=target_recall, tune_threshold=tune_threshold, tune_ents=tune_ents)
         self.cfg["filter_threshold"] = report["filter_threshold"]
         if tune_threshold:
             self.cfg["threshold"] = report["threshold"]
+            self.cfg["ents_threshold"] = report.get("ents_threshold")
         self.cfg["calibration"] = report
         return report
 

@@ -42,6 +42,9 @@ class SpanPredictions(NamedTuple):
     scores: numpy.ndarray  # its best label's probability
     n_candidates: int  # spans enumerated
     n_scored: int  # candidates that passed the filter and reached the classifier
+    # With an ents floor (``launch_spans``' ents_threshold): whether each span is output in
+    # doc.spans (False: only doc.ents may take it); None: every span is.
+    in_spans: Optional[numpy.ndarray] = None
 
 
 class CandidateScores(NamedTuple):
@@ -154,6 +157,7 @@ def launch_spans(
     suggester: Optional[Suggester] = None,
     allow_punct_edges: bool = False,
     compact: Optional[bool] = None,
+    ents_threshold: Optional[float] = None,
 ) -> "LaunchedSpans":
     """Queue the scoring of the docs' candidates on the model's device: which ones the
     filter keeps (``filter_threshold``) and the decision rule (``threshold``, see
@@ -172,6 +176,9 @@ def launch_spans(
     compact (Optional[bool]): Run the MLP only on the filter's survivors (True) or on
         every candidate, masking afterwards (False); None: True on the CPU, False on a
         GPU. The output is the same.
+    ents_threshold (Optional[float]): Also return the kept spans whose best label's
+        probability is >= it (doc.ents' own floor), marked as not in doc.spans unless
+        the decision rule accepts them too; None: only the decision rule's spans.
     RETURNS (LaunchedSpans): The batch, its device work queued (on a GPU nothing here
         waits for the device); ``collect_spans`` gets the results.
     """
@@ -185,13 +192,15 @@ def launch_spans(
     classifier, filter_head = model.get_ref("classifier"), model.get_ref("filter")
     if compact and cut is not None and can_prefilter(model.get_ref("span_encoder"), filter_head, suggester is not None):
         return _launch_prefiltered(model, docs, lengths, max_span_length, chunk_size, cut, n_labels, threshold,
-                                   allow_punct_edges)
-    rows, passed, entity, labels, scores = [], [], [], [], []
+                                   allow_punct_edges, ents_threshold)
+    rows, passed, entity, labels, scores, in_spans = [], [], [], [], [], []
     for chunk, reps in candidate_vectors(model, docs, lengths, max_span_length, chunk_size, suggester, allow_punct_edges):
         kept = None if cut is None else filter_head.predict(reps)[:, 0].astype("float64") >= cut
         ent, label, score = _decide(classifier, reps, kept, n_labels, threshold, compact)
+        ent, spans_ent = _with_ents_floor(ent, score, kept, ents_threshold)
         rows.append(chunk)
         passed.append(kept)
+        in_spans.append(spans_ent)
         entity.append(ent)
         labels.append(label)
         scores.append(score)
@@ -199,12 +208,24 @@ def launch_spans(
         return LaunchedSpans(ops, lengths, None, None, None, None, None)
     # Queued on the device, not waited for: collect_spans copies the results.
     passed = None if cut is None else xp.concatenate(passed)
+    in_spans = None if ents_threshold is None else xp.concatenate(in_spans)
     return LaunchedSpans(ops, lengths, numpy.concatenate(rows), passed, xp.concatenate(entity),
-                         xp.concatenate(labels), xp.concatenate(scores))
+                         xp.concatenate(labels), xp.concatenate(scores), None, in_spans)
+
+
+def _with_ents_floor(ent, score, kept, ents_threshold: Optional[float]):
+    """(output, in doc.spans): the decision rule's spans plus, with an ents floor, the kept
+    spans that reach it (doc.ents' candidates); ``in doc.spans`` is None without a floor."""
+    if ents_threshold is None:
+        return ent, None
+    for_ents = score.astype("float64") >= float(ents_threshold)
+    if kept is not None:
+        for_ents &= kept
+    return ent | for_ents, ent
 
 
 def _launch_prefiltered(model, docs, lengths, max_span_length, chunk_size, cut, n_labels, threshold,
-                        allow_punct_edges) -> "LaunchedSpans":
+                        allow_punct_edges, ents_threshold=None) -> "LaunchedSpans":
     """``launch_spans`` on the CPU with the filter run first (``prefilter``): only the
     candidates it keeps get span vectors and reach the MLP."""
     counts = {}
@@ -213,14 +234,18 @@ def _launch_prefiltered(model, docs, lengths, max_span_length, chunk_size, cut, 
         lengths, max_span_length, chunk_size, cut, keep=EdgeRule(docs, allow_punct_edges).mask, counts=counts,
     )
     rows, entity, labels, scores = [numpy.zeros((0, 2), "i")], [numpy.zeros(0, bool)], [numpy.zeros(0, "i")], [numpy.zeros(0, "f")]
+    in_spans = [numpy.zeros(0, bool)]
     for chunk, reps in chunks:
         ent, label, score = _decide(model.get_ref("classifier"), reps, None, n_labels, threshold, True)
+        ent, spans_ent = _with_ents_floor(ent, score, None, ents_threshold)
+        in_spans.append(spans_ent)
         rows.append(chunk)
         entity.append(ent)
         labels.append(label)
         scores.append(score)
     return LaunchedSpans(model.ops, lengths, numpy.concatenate(rows), None, numpy.concatenate(entity),
-                         numpy.concatenate(labels), numpy.concatenate(scores), counts["candidates"])
+                         numpy.concatenate(labels), numpy.concatenate(scores), counts["candidates"],
+                         None if ents_threshold is None else numpy.concatenate(in_spans))
 
 
 def collect_spans(launched: "LaunchedSpans") -> SpanPredictions:
@@ -238,10 +263,11 @@ def collect_spans(launched: "LaunchedSpans") -> SpanPredictions:
     chosen = xp.flatnonzero(launched.entity)
     out_labels = ops.to_numpy(launched.labels[chosen])
     out_scores = ops.to_numpy(launched.scores[chosen]).astype("f")
+    in_spans = None if launched.in_spans is None else ops.to_numpy(launched.in_spans[chosen])
     chosen = ops.to_numpy(chosen)
     n_scored = len(rows) if launched.passed is None else int(launched.passed.sum())
     n_candidates = len(rows) if launched.n_candidates is None else launched.n_candidates
-    return _group_by_doc(rows[chosen], out_labels, out_scores, lengths, n_candidates, n_scored)
+    return _group_by_doc(rows[chosen], out_labels, out_scores, lengths, n_candidates, n_scored, in_spans)
 
 
 class LaunchedSpans(NamedTuple):
@@ -257,6 +283,7 @@ class LaunchedSpans(NamedTuple):
     # Candidates enumerated, where ``rows`` holds only the filter's survivors
     # (``prefilter``); None: ``rows`` holds them all.
     n_candidates: Optional[int] = None
+    in_spans: Any = None  # device bool per candidate: output in doc.spans (None: all outputs)
 
 
 def pipe_one_batch_ahead(
@@ -351,7 +378,7 @@ def candidate_vectors(
 
 def _group_by_doc(
     rows: numpy.ndarray, labels: numpy.ndarray, scores: numpy.ndarray, lengths: numpy.ndarray,
-    n_candidates: int, n_scored: int,
+    n_candidates: int, n_scored: int, in_spans: Optional[numpy.ndarray] = None,
 ) -> SpanPredictions:
     """Global rows -> doc-local rows grouped per doc, by start then end."""
     ends = numpy.cumsum(lengths)
@@ -359,7 +386,8 @@ def _group_by_doc(
     order = numpy.lexsort((rows[:, 1], rows[:, 0], doc_ids))
     local = (rows[order] - (ends - lengths)[doc_ids[order]][:, None]).astype("i")
     spans = Ragged(local, numpy.bincount(doc_ids, minlength=len(lengths)).astype("i"))
-    return SpanPredictions(spans, labels[order].astype("i"), scores[order], n_candidates, n_scored)
+    return SpanPredictions(spans, labels[order].astype("i"), scores[order], n_candidates, n_scored,
+                           None if in_spans is None else in_spans[order].astype(bool))
 
 
 def _no_spans(n_docs: int) -> SpanPredictions:

@@ -105,7 +105,8 @@ def classifier_and_filter_loss(out: Floats2d, targets: Ints1d, n_classes: int) -
     return float(cross_entropy + bce), d_scores
 
 
-def check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size) -> None:
+def check_settings(max_span_length, negatives_per_doc, threshold, filter_threshold, chunk_size,
+                   ents_threshold=None) -> None:
     """Fail early, with the setting's name, instead of deep inside numpy or torch."""
     problems = []
     if not isinstance(max_span_length, int) or max_span_length < 1:
@@ -114,6 +115,8 @@ def check_settings(max_span_length, negatives_per_doc, threshold, filter_thresho
         problems.append(f"negatives_per_doc must be an integer >= 0, got {negatives_per_doc!r}")
     if threshold is not None and not 0.0 <= float(threshold) <= 1.0:
         problems.append(f"threshold must be None (argmax) or in [0, 1], got {threshold!r}")
+    if ents_threshold is not None and not 0.0 <= float(ents_threshold) <= 1.0:
+        problems.append(f"ents_threshold must be None (doc.ents from doc.spans) or in [0, 1], got {ents_threshold!r}")
     if filter_threshold is not None and not 0.0 <= float(filter_threshold) <= 1.0:
         problems.append(f"filter_threshold must be None or in [0, 1], got {filter_threshold!r}")
     if not isinstance(chunk_size, int) or chunk_size < 1:
