@@ -100,7 +100,8 @@ def resolve_encoder(recipe: Recipe, templates: dict, dataset: str, size, work: P
     if recipe.weak and dataset in PER_SAMPLE_WEAK and size != "all" and "{size}" not in template:
         return None, (f"leakage rule: a {dataset} weak encoder must be pretrained per sample (its dictionary is the "
                       f"sample's own entities + mined candidates); pass a path with {{size}} (inputs: weak_inputs/size{{size}})")
-    path = template.format(dataset=dataset, size=size, work=work)
+    # "~/..." as written in fewshot.json's settings or passed quoted on the command line.
+    path = str(Path(template.format(dataset=dataset, size=size, work=work)).expanduser())
     if not recipe.transformer:  # tok2vec weights (spacy pretrain's format)
         return (path, "") if Path(path).is_file() else (None, f"missing tok2vec weights: {path}")
     if not (Path(path) / "config.json").exists():

@@ -22,7 +22,7 @@ def test_samples_fixed_nested_and_seeded():
     assert parts.sample_indices(5, 10, 0) == parts.sample_indices(5, "all", 0) == list(range(5))
 
 
-def test_encoder_skip_and_leakage_rules(tmp_path):
+def test_encoder_skip_and_leakage_rules(tmp_path, monkeypatch):
     (tmp_path / "enc10").mkdir()
     (tmp_path / "enc10" / "config.json").write_text("{}")
     weak, pft = parts.RECIPES["weak_fine"], parts.RECIPES["pft"]
@@ -39,6 +39,9 @@ def test_encoder_skip_and_leakage_rules(tmp_path):
     by_dataset = {"weak_fine": {"*": str(tmp_path / "enc10"), "scierc": "{work}/enc{size}"}}
     assert parts.resolve_encoder(weak, by_dataset, "scierc", 10, tmp_path)[0] == str(tmp_path / "enc10")
     assert parts.resolve_encoder(weak, by_dataset, "bc5cdr", 50)[0] == str(tmp_path / "enc10")
+    # A template under the home folder written as ~/... (how fewshot.json records paths)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert parts.resolve_encoder(pft, {"pft": "~/enc10"}, "bc5cdr", 50) == (str(tmp_path / "enc10"), "")
     args = fewshot.parse_args(["--weak-fine", "a/{dataset}", "scierc=b/{size}"])
     assert args.templates["weak_fine"] == {"*": "a/{dataset}", "scierc": "b/{size}"}
     # cnn_weak's "encoder" is a tok2vec weights file, not a Hugging Face folder
