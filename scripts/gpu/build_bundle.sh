@@ -12,7 +12,7 @@
 # On the machine, scripts/gpu/setup_device.sh unpacks it to /tmp/site and installs spacy-sciner
 # from the working tree. Env: BUILD_PY (a Python of PY_VERSION, runs pip install --target;
 # default python$PY_VERSION on PATH, else pyenv's), PY_VERSION (3.12), DATA
-# (/work/shared/data), GPU_DIR (.gpu), WHEEL_CACHE (keep downloaded wheels there).
+# (../shared/data beside the checkout), GPU_DIR (.gpu), WHEEL_CACHE (keep downloaded wheels there).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -20,11 +20,11 @@ HERE="$REPO/scripts/gpu"
 PY_VERSION="${PY_VERSION:-3.12}"
 PYTAG="cp${PY_VERSION/./}"
 GPU_DIR="${GPU_DIR:-$REPO/.gpu}"
-DATA="${DATA:-/work/shared/data}"
+DATA="${DATA:-$REPO/../shared/data}"
 py_ok() { [[ -n "$1" ]] && "$1" -c "import sys; sys.exit(sys.version[:len('$PY_VERSION')] != '$PY_VERSION')" 2>/dev/null; }
 if [[ -z "${BUILD_PY:-}" ]]; then
     # python3.12 on PATH (may be a pyenv shim that refuses), else pyenv's own 3.12.x
-    for cand in "$(command -v "python$PY_VERSION" || true)" /root/.pyenv/versions/"$PY_VERSION".*/bin/python3; do
+    for cand in "$(command -v "python$PY_VERSION" || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$PY_VERSION".*/bin/python3; do
         if py_ok "$cand"; then BUILD_PY="$cand"; break; fi
     done
 fi
