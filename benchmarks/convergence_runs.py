@@ -46,6 +46,12 @@ SYSTEMS = {
     # one pretrained on fewshot.py's weak corpus of the full training set (the set's own
     # training entities + candidates mined from its aux text); the run records the path.
     "sciner_spancat_hybrid_v2_weak": ("configs/sciner_spancat_hybrid.cfg", True),
+    # The default recipe and spaCy's spancat, both on a PFT encoder (Tri-Train's MLM_CAND + ECB on
+    # the domain's aux text, `sciner pft`; issue 9's domain pretraining of the transformer side):
+    # --encoder names the PFT checkpoint folder. The pair keeps the comparison fair: the same
+    # encoder, data, schedule and selection rule for both.
+    "sciner_spancat_hybrid_v2_pft": ("configs/sciner_spancat_hybrid.cfg", True),
+    "spacy_spancat_pft": ("configs/spacy_spancat.cfg", True),
     # Trained and selected on the data set's own tokens (spacy-sciner.GoldTokensCorpus.v1, i.e.
     # spaCy's gold_preproc keeping doc.spans, for train and dev) instead of spaCy's tokenization
     # of the text: the setting in which the benchmark's gold-token test scores match training
@@ -61,11 +67,12 @@ SPAN_HEAD = {"sciner_spancat_hybrid_ends": {"reducer": "max_endpoints", "width_e
 # (annotating_components): the docs built from the text have no sentence starts otherwise.
 SENTENCIZED = {"sciner_spancat_hybrid_sents"}
 # Systems named for the encoder architecture their runs used (the others' runs so far: v1).
-ENCODER_V2 = {"sciner_spancat_hybrid_v2", "sciner_spancat_hybrid_v2_weak", "sciner_spancat_hybrid_v2_goldtok"}
+ENCODER_V2 = {"sciner_spancat_hybrid_v2", "sciner_spancat_hybrid_v2_weak", "sciner_spancat_hybrid_v2_goldtok",
+              "sciner_spancat_hybrid_v2_pft", "spacy_spancat_pft"}
 # Systems that train and pick model-best on the corpus's own words (GoldTokensCorpus.v1).
 GOLD_PREPROC = {"sciner_spancat_hybrid_v2_goldtok", "spacy_spancat_goldtok"}
 # Systems that need an encoder other than the default (--encoder; checked before any training).
-OWN_ENCODER = {"sciner_spancat_hybrid_v2_weak"}
+OWN_ENCODER = {"sciner_spancat_hybrid_v2_weak", "sciner_spancat_hybrid_v2_pft", "spacy_spancat_pft"}
 # Steps between dev evaluations: (transformer systems, CNN systems). Transformer: about two
 # evaluations per epoch at 500-word batches (SciERC ~1.9k train sentences, BioNLP13CG
 # ~3k); CNN: spaCy's stock 200 (its batches compound from 100 to 1000 words).

@@ -389,17 +389,19 @@ def test_gold_token_runs_are_calibrated_on_gold_tokens(tmp_path, monkeypatch):
     assert tuned == [("dev.spacy", {}), ("dev.spacy", {})]
 
 
-def test_weak_encoder_system_needs_its_encoder(tmp_path, capsys):
-    """The default recipe on a weak-pretrained encoder: refused without --encoder (before any
-    training), trained on the given folder with the v2 encoder otherwise; not in the default list."""
+@pytest.mark.parametrize("system", ["sciner_spancat_hybrid_v2_weak", "sciner_spancat_hybrid_v2_pft", "spacy_spancat_pft"])
+def test_own_encoder_system_needs_its_encoder(tmp_path, capsys, system):
+    """The default recipe (or spaCy's spancat) on a weak- or PFT-pretrained encoder: refused
+    without --encoder (before any training), trained on the given folder with the v2 encoder
+    otherwise; not in the default list."""
     with pytest.raises(SystemExit):
-        convergence.parse_args(["--datasets", "scierc", "--systems", "sciner_spancat_hybrid_v2_weak_decay2000"])
+        convergence.parse_args(["--datasets", "scierc", "--systems", f"{system}_decay2000"])
     assert "--encoder" in capsys.readouterr().err
-    assert "sciner_spancat_hybrid_v2_weak" not in convergence.parse_args(["--datasets", "scierc"]).systems
-    args = convergence.parse_args(["--datasets", "scierc", "--systems", "sciner_spancat_hybrid_v2_weak_decay2000",
+    assert system not in convergence.parse_args(["--datasets", "scierc"]).systems
+    args = convergence.parse_args(["--datasets", "scierc", "--systems", f"{system}_decay2000",
                                    "--encoder", str(tmp_path / "encoder-fine")])
     args.deadline = 0
-    run = convergence_runs.Run(tmp_path, "scierc", "sciner_spancat_hybrid_v2_weak_decay2000", 0)
+    run = convergence_runs.Run(tmp_path, "scierc", f"{system}_decay2000", 0)
     (tmp_path / "seg").mkdir()
     from spacy.util import load_config
 
