@@ -142,7 +142,7 @@ def write_markdown(results: dict, path: Path) -> None:
                          f"{seg.get('started', '?')}: {seg.get('stop', '?')} after {seg.get('wall_seconds', 0) / 60:.1f} min wall "
                          f"({seg.get('evals', 0)} new evaluations, budget {str(seg['budget_minutes']) + ' min' if seg.get('budget_minutes') else 'none'}, "
                          f"load {seg.get('load_start', 0):.1f} -> {seg.get('load_end') or 0:.1f})")
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(portable("\n".join(lines) + "\n"))
 
 
 def write_plots(results: dict, results_dir: Path) -> None:

@@ -203,6 +203,23 @@ def test_failed_runs_whose_state_is_deleted_leave_the_results(tmp_path):
     assert set(load(results)) == {"kept/spacy_ner_cnn/seed0", "lost/spacy_ner_cnn/seed0"}
 
 
+def test_results_name_no_machine_folders(tmp_path):
+    """An encoder under the home folder is written "~/..." in the JSON and the Markdown alike."""
+    from convergence_report import write_results
+
+    state, results = tmp_path / "state", tmp_path / "results"
+    results.mkdir()
+    encoder = str(Path.home() / ".cache" / "x" / "encoder")
+    run = {"dataset": "d", "system": "sciner_spancat_hybrid_v2_pft_decay2000", "seed": 0, "status": "max steps",
+           "curve": [], "segments": [], "best": None, "resume_checks": [], "evaluation": None,
+           "settings": {"encoder": encoder}}
+    (results / "convergence.json").write_text(json.dumps({"runs": {"d/sciner_spancat_hybrid_v2_pft_decay2000/seed0": run}}))
+    write_results(state, results, SimpleNamespace(marks=[15.0], smoke=True, encoder="sciner-minilm"))
+    for name in ("convergence.json", "convergence.md"):
+        text = (results / name).read_text()
+        assert "~/.cache/x/encoder" in text and str(Path.home()) + "/" not in text, name
+
+
 def test_an_evaluation_of_another_best_checkpoint_is_stale():
     """A run evaluated while stopped, then continued to a better checkpoint, is evaluated again."""
     stale_evaluation = convergence.stale_evaluation
