@@ -68,14 +68,25 @@ def run_step(cmd: List[str]) -> Tuple[int, Optional[int], Optional[str]]:
     return proc.wait(), updates, chosen
 
 
+def weak_checkpoint_scores(dataset: str, root: Path = ROOT) -> Optional[Dict[str, float]]:
+    """The scores pretrain-weak's model-best was chosen by (its held-out 10% of the weak
+    corpus, from its meta.json), or None where the workflow did not weak-pretrain."""
+    meta = root / "training" / f"{dataset}-weak" / "model-best" / "meta.json"
+    if not meta.exists():
+        return None
+    performance = srsly.read_json(meta).get("performance") or {}
+    return {k: v for k, v in performance.items() if isinstance(v, (int, float)) and not k.endswith("_loss")}
+
+
 def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]],
-           root: Path = ROOT) -> Dict[str, Any]:
+           root: Path = ROOT, workflow: str = "all") -> Dict[str, Any]:
     """Collect the run's numbers from the files the workflow wrote (nothing typed by hand)."""
     metrics_path = root / "metrics" / f"{dataset}.json"
     metrics = srsly.read_json(metrics_path) if metrics_path.exists() else {}
     report = _find_calibration(root / "training" / dataset / "model-calibrated") or {}
+    ran = {t["step"] for t in timings}
     return {
-        "dataset": dataset, "vars": overrides, "steps": timings,
+        "dataset": dataset, "workflow": workflow, "vars": overrides, "steps": timings,
         "total_min": round(sum(t["seconds"] for t in timings) / 60, 1),
         "updates": next((t["updates"] for t in timings if "updates" in t), None),
         "config_chosen": next((t["config"] for t in timings if "config" in t), None),
@@ -83,12 +94,13 @@ def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]
         "calibrated_dev_f": report.get("dev_f"),
         "selected_checkpoint": report.get("selected_checkpoint"),
         "decision": report.get("decision"), "threshold": report.get("threshold"),
+        "weak_model_best": weak_checkpoint_scores(dataset, root) if "pretrain-weak" in ran else None,
     }
 
 
 def markdown(rec: Dict[str, Any]) -> str:
     test = rec["test"]
-    lines = [f"# `spacy project run` on {rec['dataset']}", "",
+    lines = [f"# `spacy project run {rec.get('workflow', 'all')}` on {rec['dataset']}", "",
              f"commit {rec['commit']}, torch threads {rec['threads']}, load average "
              f"{rec['load_before']:.1f} -> {rec['load_after']:.1f}, {rec['date']}; "
              f"vars: {json.dumps(rec['vars'])}", "",
@@ -100,6 +112,10 @@ def markdown(rec: Dict[str, Any]) -> str:
               f"decision {rec['decision']} {rec['threshold']}); test span F "
               f"{100 * test.get('spans_sc_f', 0):.1f} (P {100 * test.get('spans_sc_p', 0):.1f} / "
               f"R {100 * test.get('spans_sc_r', 0):.1f}), ents F {100 * test.get('ents_f', 0):.1f}.", ""]
+    weak = rec.get("weak_model_best")
+    if weak:
+        lines += ["Weak pretraining, model-best on the held-out 10% of the weak corpus: "
+                  + ", ".join(f"{k} {100 * v:.1f}" for k, v in sorted(weak.items()) if k.endswith("_f")) + ".", ""]
     return "\n".join(lines)
 
 
@@ -129,12 +145,14 @@ def main() -> None:
         print(f"[project_run] {step}: {timings[-1]['seconds']:.0f} s, exit {code}", flush=True)
         if code:
             break
-    rec = record(args.dataset, overrides, timings)
+    rec = record(args.dataset, overrides, timings, workflow=args.workflow)
     rec.update(commit=commit, threads=torch.get_num_threads(), load_before=load_before,
                load_after=os.getloadavg()[0], date=time.strftime("%Y-%m-%d"))
     RESULTS.mkdir(parents=True, exist_ok=True)
     # one file per data set and set of extra vars, so that a second seed does not replace the first
+    # (and per workflow: a weak_all run is not an `all` run)
     suffix = "".join(f"_{k}{v}" for k, v in overrides.items() if k != "dataset").replace("/", "-")
+    suffix = ("" if args.workflow == "all" else f"_{args.workflow}") + suffix
     out = RESULTS / f"project_run_{args.dataset}{suffix}"
     srsly.write_json(out.with_suffix(".json"), rec)
     out.with_suffix(".md").write_text(markdown(rec), encoding="utf8")

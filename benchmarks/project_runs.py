@@ -40,14 +40,15 @@ def project_vars(commit: str, root: Path = ROOT) -> Dict[str, Any]:
 
 
 def budget(rec: Dict[str, Any], root: Path = ROOT) -> Dict[str, Any]:
-    """The run's config, max_epochs and min_steps: its own vars, else project.yml's defaults
-    at its commit (min_steps 0 before the var existed)."""
-    defaults = {"config": "sciner_spancat_hybrid", "max_epochs": 15, "min_steps": 0,
+    """The run's config, max_epochs, min_steps and max_steps: its own vars, else project.yml's
+    defaults at its commit (min_steps and max_steps 0 before the vars existed)."""
+    defaults = {"config": "sciner_spancat_hybrid", "max_epochs": 15, "min_steps": 0, "max_steps": 0,
                 **project_vars(rec["commit"], root), **rec["vars"]}
     config = defaults["config"]
     if config == "auto":  # what it stood for, as the train step said (project_run.py records it)
         config = f"auto: {rec['config_chosen']}" if rec.get("config_chosen") else "auto"
-    return {"config": config, "max_epochs": int(defaults["max_epochs"]), "min_steps": int(defaults["min_steps"])}
+    return {"config": config, "max_epochs": int(defaults["max_epochs"]), "min_steps": int(defaults["min_steps"]),
+            "max_steps": int(defaults["max_steps"])}
 
 
 def count_updates(dataset: str, plan: Dict[str, Any], root: Path = ROOT) -> Optional[int]:
@@ -65,7 +66,8 @@ def count_updates(dataset: str, plan: Dict[str, Any], root: Path = ROOT) -> Opti
         return None
     args = argparse.Namespace(config=plan["config"], max_epochs=plan["max_epochs"], min_steps=plan["min_steps"])
     with contextlib.redirect_stdout(io.StringIO()):  # its "training N epochs" note is for a live run
-        return train_script.epochs_for(args, per_epoch) * per_epoch
+        updates = train_script.epochs_for(args, per_epoch) * per_epoch
+    return min(updates, plan["max_steps"]) if plan.get("max_steps") else updates
 
 
 def stock_ner(convergence: Dict[str, Any], dataset: str) -> Optional[Dict[str, Any]]:
@@ -84,7 +86,7 @@ def row(rec: Dict[str, Any], name: str, convergence: Dict[str, Any], root: Path 
     train_min = sum(s["seconds"] for s in rec["steps"] if s["step"] == "train") / 60
     logged = rec.get("updates")
     return {
-        "file": name, "dataset": rec["dataset"], "seed": int(rec["vars"].get("seed", 0)),
+        "file": name, "dataset": rec["dataset"], "workflow": rec.get("workflow", "all"), "seed": int(rec["vars"].get("seed", 0)),
         "commit": rec["commit"], "date": rec["date"], "threads": rec["threads"], **plan,
         "updates": logged if logged else count_updates(rec["dataset"], plan, root),
         "updates_logged": bool(logged), "train_min": round(train_min, 1), "total_min": rec["total_min"],
@@ -110,24 +112,26 @@ def pct(value: Optional[float]) -> str:
 
 
 def markdown(rows: List[Dict[str, Any]]) -> str:
-    lines = ["# `spacy project run all`: every recorded run", "",
+    lines = ["# `spacy project run`: every recorded run", "",
              "Test span F as `spacy evaluate` scores it (spaCy's tokenization of the text); stock "
              "`ner`: benchmarks/convergence.py's `spacy_ner_cnn` trained to convergence, test span F "
              "on the data set's own words, mean over the seeds named. Updates marked * were counted "
-             "afterwards from the corpus and the config (the run predates the logged count).", "",
-             "| data set | seed | config | budget | updates | commit | train min | total min "
+             "afterwards from the corpus and the config (the run predates the logged count). "
+             "Workflow `weak_all` trains from the weak-pretrained encoder (see README, `weak_all`).", "",
+             "| data set | workflow | seed | config | budget | updates | commit | train min | total min "
              "| calibrated dev F | test span F (P / R) | stock `ner` | Δ | file |",
-             "|---|---:|---|---|---:|---|---:|---:|---:|---|---:|---:|---|"]
+             "|---|---|---:|---|---|---:|---|---:|---:|---:|---|---:|---:|---|"]
     for r in rows:
         test, ner = r["test"], r["stock_ner"]
         updates = "—" if r["updates"] is None else f"{r['updates']:,}" + ("" if r["updates_logged"] else "*")
         plan = f"{r['max_epochs']} epochs" + (f", ≥ {r['min_steps']:,} updates" if r["min_steps"] else "")
+        plan += f", ≤ {r['max_steps']:,} updates" if r.get("max_steps") else ""
         f = test.get("spans_sc_f")
         seeds = "seed" + ("s" if ner and len(ner["seeds"]) > 1 else "")
         ner_text = "—" if ner is None else f"{pct(ner['f'])} ({seeds} {', '.join(map(str, ner['seeds']))})"
         delta = "—" if ner is None or f is None else f"{100 * (f - ner['f']):+.1f}"
         lines.append(
-            f"| {r['dataset']} | {r['seed']} | {r['config']} | {plan} | {updates} | {r['commit']} "
+            f"| {r['dataset']} | {r.get('workflow', 'all')} | {r['seed']} | {r['config']} | {plan} | {updates} | {r['commit']} "
             f"| {r['train_min']:.1f} | {r['total_min']:.1f} | {pct(r['calibrated_dev_f'])} "
             f"| **{pct(f)}** ({pct(test.get('spans_sc_p'))} / {pct(test.get('spans_sc_r'))}) "
             f"| {ner_text} | {delta} | `{r['file']}` |")
@@ -145,7 +149,7 @@ def main(argv=None) -> int:
         sys.exit(f"no project_run_*.json in {args.results}: run benchmarks/project_run.py first")
     rows = [row(srsly.read_json(path), path.name, convergence) for path in paths]
     keep_earlier_counts(rows, args.results / "project_runs.json")
-    rows.sort(key=lambda r: (r["dataset"], r["min_steps"], r["seed"], r["commit"]))
+    rows.sort(key=lambda r: (r["dataset"], r["workflow"] != "all", r["min_steps"], r["seed"], r["commit"]))
     srsly.write_json(args.results / "project_runs.json", rows)
     (args.results / "project_runs.md").write_text(markdown(rows), encoding="utf8")
     print(markdown(rows))

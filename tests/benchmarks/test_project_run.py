@@ -69,3 +69,23 @@ def test_record_keeps_the_update_count_of_the_train_step(tmp_path):
     assert rec["updates"] == 2010
     rec.update(commit="abc1234", threads=2, load_before=1.0, load_after=2.0, date="2026-12-03")
     assert "Total 1.0 min, 2,010 training updates." in project_run.markdown(rec)
+
+
+def test_a_weak_all_run_records_its_workflow_and_the_weak_checkpoint(tmp_path):
+    """A weak_all run says so (title, record) and carries the held-out weak scores its
+    pretrain-weak checkpoint was chosen by; an `all` run has none."""
+    best = tmp_path / "training" / "toy-weak" / "model-best"
+    best.mkdir(parents=True)
+    srsly.write_json(best / "meta.json", {"performance": {"spans_sc_f": 0.752, "spans_sc_p": 0.8,
+                                                          "sciner_spancat_loss": 3.5, "speed": 900.0}})
+    timings = [{"step": "pretrain-weak", "seconds": 60.0, "returncode": 0}]
+    rec = project_run.record("toy", {"dataset": "toy"}, timings, root=tmp_path, workflow="weak_all")
+    assert rec["workflow"] == "weak_all"
+    assert rec["weak_model_best"] == {"spans_sc_f": 0.752, "spans_sc_p": 0.8, "speed": 900.0}
+    rec.update(commit="abc1234", threads=2, load_before=1.0, load_after=2.0, date="2026-12-06")
+    md = project_run.markdown(rec)
+    assert md.startswith("# `spacy project run weak_all` on toy")
+    assert "held-out 10% of the weak corpus: spans_sc_f 75.2." in md
+    plain = project_run.record("toy", {"dataset": "toy"}, [{"step": "train", "seconds": 1.0, "returncode": 0}],
+                               root=tmp_path)
+    assert plain["workflow"] == "all" and plain["weak_model_best"] is None

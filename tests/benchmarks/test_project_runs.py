@@ -38,9 +38,10 @@ def test_budget_reads_project_yml_at_the_commit(tmp_path):
     _git(tmp_path, "commit", "-qam", "two")
     new = _git(tmp_path, "rev-parse", "--short", "HEAD")
     assert project_runs.budget(_run("toy", {}, old), tmp_path) == {
-        "config": "sciner_spancat_hybrid", "max_epochs": 15, "min_steps": 0}
+        "config": "sciner_spancat_hybrid", "max_epochs": 15, "min_steps": 0, "max_steps": 0}
     assert project_runs.budget(_run("toy", {}, new), tmp_path) == {
-        "config": "sciner_spancat", "max_epochs": 15, "min_steps": 2000}
+        "config": "sciner_spancat", "max_epochs": 15, "min_steps": 2000, "max_steps": 0}
+    assert project_runs.budget(_run("toy", {"max_steps": "500"}, new), tmp_path)["max_steps"] == 500
     assert project_runs.budget(_run("toy", {"min_steps": "0", "max_epochs": "3"}, new), tmp_path)["min_steps"] == 0
     assert project_runs.budget(_run("toy", {}, "0000000"), tmp_path)["min_steps"] == 0
     auto = _run("toy", {"config": "auto"}, new)
@@ -63,6 +64,7 @@ def test_updates_counted_from_the_corpus_when_not_logged(tmp_path):
     plan = {"config": "sciner_spancat_hybrid", "max_epochs": 15, "min_steps": 0}
     assert project_runs.count_updates("toy", plan, tmp_path) == 30
     assert project_runs.count_updates("toy", {**plan, "min_steps": 2000}, tmp_path) == 2000
+    assert project_runs.count_updates("toy", {**plan, "min_steps": 2000, "max_steps": 500}, tmp_path) == 500
     assert project_runs.count_updates("missing", plan, tmp_path) is None
 
 
@@ -84,9 +86,9 @@ def test_table_rows_and_the_stock_ner_column(tmp_path, monkeypatch):
     assert toy["stock_ner"] == {"f": pytest.approx(0.50), "seeds": [0, 1]}  # mean of the two CNN ner seeds only
     assert toy["updates"] == 2010 and toy["updates_logged"] and toy["train_min"] == 19.0
     md = (results / "project_runs.md").read_text()
-    assert "| toy | 1 | sciner_spancat_hybrid | 15 epochs, ≥ 2,000 updates | 2,010 | abc1234 | 19.0 | 20.0 | 65.0 " \
+    assert "| toy | all | 1 | sciner_spancat_hybrid | 15 epochs, ≥ 2,000 updates | 2,010 | abc1234 | 19.0 | 20.0 | 65.0 " \
            "| **64.0** (70.0 / 50.0) | 50.0 (seeds 0, 1) | +14.0 | `project_run_toy_seed1.json` |" in md
-    assert "| other | 0 |" in md and "| — | — |" in md  # no stock ner run for that set: no delta
+    assert "| other | all | 0 |" in md and "| — | — |" in md  # no stock ner run for that set: no delta
 
 
 def test_an_uncountable_run_keeps_the_previous_tables_count(tmp_path):
@@ -103,3 +105,18 @@ def test_an_uncountable_run_keeps_the_previous_tables_count(tmp_path):
     (row,) = srsly.read_json(results / "project_runs.json")
     assert row["updates"] == 1470 and not row["updates_logged"]
     assert "| 1,470* |" in (results / "project_runs.md").read_text()
+
+
+def test_a_weak_all_run_is_its_own_row_with_its_step_cap(tmp_path):
+    """A weak_all run (project_run.py --workflow weak_all) is named as such, after the `all`
+    runs of its data set, with the max_steps cap it ran under in its budget."""
+    results = tmp_path / "results"
+    results.mkdir()
+    weak = _run("toy", {"max_steps": "2000"}, "abc1234", updates=2000, f=0.66) | {"workflow": "weak_all"}
+    srsly.write_json(results / "project_run_toy_weak_all_max_steps2000.json", weak)
+    srsly.write_json(results / "project_run_toy.json", _run("toy", {"min_steps": "2000"}, "abc1234", updates=2010))
+    assert project_runs.main(["--results", str(results)]) == 0
+    rows = srsly.read_json(results / "project_runs.json")
+    assert [(r["workflow"], r["max_steps"]) for r in rows] == [("all", 0), ("weak_all", 2000)]
+    md = (results / "project_runs.md").read_text()
+    assert "| toy | weak_all | 0 | sciner_spancat_hybrid | 15 epochs, ≤ 2,000 updates | 2,000 |" in md
