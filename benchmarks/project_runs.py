@@ -83,7 +83,8 @@ def stock_ner(convergence: Dict[str, Any], dataset: str) -> Optional[Dict[str, A
 
 def row(rec: Dict[str, Any], name: str, convergence: Dict[str, Any], root: Path = ROOT) -> Dict[str, Any]:
     plan = budget(rec, root)
-    train_min = sum(s["seconds"] for s in rec["steps"] if s["step"] == "train") / 60
+    # the fine-tuning step: train, or train-weak / train-cnn in the weak_all / cnn_all workflows
+    train_min = sum(s["seconds"] for s in rec["steps"] if s["step"] in ("train", "train-weak", "train-cnn")) / 60
     logged = rec.get("updates")
     return {
         "file": name, "dataset": rec["dataset"], "workflow": rec.get("workflow", "all"), "seed": int(rec["vars"].get("seed", 0)),
@@ -125,7 +126,9 @@ def markdown(rows: List[Dict[str, Any]]) -> str:
         test, ner = r["test"], r["stock_ner"]
         updates = "—" if r["updates"] is None else f"{r['updates']:,}" + ("" if r["updates_logged"] else "*")
         plan = f"{r['max_epochs']} epochs" + (f", ≥ {r['min_steps']:,} updates" if r["min_steps"] else "")
-        plan += f", ≤ {r['max_steps']:,} updates" if r.get("max_steps") else ""
+        if r.get("max_steps"):  # the cap wins over both
+            plan = (f"{r['max_steps']:,} updates" if r["min_steps"] >= r["max_steps"]
+                    else f"{plan}, ≤ {r['max_steps']:,} updates")
         f = test.get("spans_sc_f")
         seeds = "seed" + ("s" if ner and len(ner["seeds"]) > 1 else "")
         ner_text = "—" if ner is None else f"{pct(ner['f'])} ({seeds} {', '.join(map(str, ner['seeds']))})"

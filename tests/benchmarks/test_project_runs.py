@@ -113,10 +113,16 @@ def test_a_weak_all_run_is_its_own_row_with_its_step_cap(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     weak = _run("toy", {"max_steps": "2000"}, "abc1234", updates=2000, f=0.66) | {"workflow": "weak_all"}
+    weak["steps"] = [{"step": "pretrain-weak", "seconds": 600.0, "returncode": 0},
+                     {"step": "train-weak", "seconds": 300.0, "returncode": 0}]
+    capped = _run("toy", {"min_steps": "2000", "max_steps": "2000", "seed": "1"}, "abc1234", updates=2000)
     srsly.write_json(results / "project_run_toy_weak_all_max_steps2000.json", weak)
     srsly.write_json(results / "project_run_toy.json", _run("toy", {"min_steps": "2000"}, "abc1234", updates=2010))
+    srsly.write_json(results / "project_run_toy_min_steps2000_max_steps2000_seed1.json", capped)
     assert project_runs.main(["--results", str(results)]) == 0
     rows = srsly.read_json(results / "project_runs.json")
-    assert [(r["workflow"], r["max_steps"]) for r in rows] == [("all", 0), ("weak_all", 2000)]
+    assert [(r["workflow"], r["max_steps"]) for r in rows] == [("all", 0), ("all", 2000), ("weak_all", 2000)]
+    assert rows[2]["train_min"] == 5.0  # train-weak, not the weak pretraining
     md = (results / "project_runs.md").read_text()
-    assert "| toy | weak_all | 0 | sciner_spancat_hybrid | 15 epochs, ≤ 2,000 updates | 2,000 |" in md
+    assert "| toy | weak_all | 0 | sciner_spancat_hybrid | 15 epochs, ≤ 2,000 updates | 2,000 | abc1234 | 5.0 |" in md
+    assert "| toy | all | 1 | sciner_spancat_hybrid | 2,000 updates | 2,000 |" in md
