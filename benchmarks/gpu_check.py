@@ -1,6 +1,6 @@
 """One-command GPU check: train, calibrate, evaluate, inference and PFT speed, memory.
 
-On a GPU machine (after ``scripts/gpu/setup_device.sh``; see the README)::
+On a GPU machine (after ``scripts/gpu/setup_device.sh``; see docs/gpu.md)::
 
     python benchmarks/gpu_check.py --gpu-id 0 --encoder /tmp/encoders/minilm \\
         --big-encoder /tmp/encoders/bert-base --data .gpu/data/scierc --out $OUT

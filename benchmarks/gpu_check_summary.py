@@ -8,7 +8,7 @@ config and code, the stage timings, mixed precision and PFT. Which commit each c
 from the report's ``--label`` ("commit REV ... old code REV"); without one, "current" and
 "old code". Where one pipeline was timed in several runs (``--speed-only`` reruns wrapped as
 reports with ``--wrap``), a second table gives the median ratio over those runs.
-``readme_tables.py`` copies the summary into the README.
+``readme_tables.py`` copies the summary into docs/gpu.md.
 
     python benchmarks/gpu_check_summary.py --wrap SPEED.json --config sciner_spancat \
         --machine-from REPORT.json --label "commit REV; ..." --to FOLDER/run4_plain_a.json

@@ -1,5 +1,5 @@
 """One table of every `spacy project run` that benchmarks/project_run.py recorded, beside
-spaCy's stock CPU `ner` on the same data set, so that the README's project-run numbers are
+spaCy's stock CPU `ner` on the same data set, so that the project-run numbers (docs/recipes.md) are
 written by a script, never typed by hand.
 
     python benchmarks/project_runs.py      # -> benchmarks/results/project_runs.{json,md}

@@ -52,7 +52,7 @@ def resolve_auto(config: str, train: str, small_words: int) -> str:
     the hybrid's CNN, trained from scratch, needs more labeled text. Measured: CrossNER AI
     (3,782 words, 2,000 updates, seed 0) calibrated dev F 53.5 vs 59.1, test 52.6 vs 60.2; the
     few-shot benchmark, 10 to 500 sentences (up to 13.6k words), the hybrid lower on test and
-    dev in every biomedical cell (README, "Small training sets"). Any other config is kept."""
+    dev in every biomedical cell (docs/recipes.md, "Small training sets"). Any other config is kept."""
     path = Path(config)
     if path.stem != "auto" or path.is_file():
         return config
@@ -124,7 +124,7 @@ def epochs_for(args, per_epoch) -> int:
     stop after ~120 updates with the learning rate still near its peak: there 15 epochs gave
     calibrated dev span F 41.7 (test 43.0); the same recipe annealed to 0 over 1,000 or 2,000
     updates (benchmarks/convergence.py) reached best dev F 53.6 and 55.4 (test 52.1 and 52.3),
-    so the project's default is 2,000 (README, "Small training sets")."""
+    so the project's default is 2,000 (docs/recipes.md, "Small training sets")."""
     min_steps = getattr(args, "min_steps", 0)
     if not (per_epoch and min_steps and per_epoch * args.max_epochs < min_steps):
         return args.max_epochs

@@ -114,8 +114,8 @@ def build_transformer_model_v2(
     inference (``spacy_sciner.encoder_buckets``); 0 runs each batch in one call, as v1.
 
     Registered as ``spacy-sciner.TransformerModel.v2``. Outputs and gradients are those of
-    one call up to float rounding; on a CPU it saves the work on padding (README, "Speed on
-    a CPU"). Not with ``mixed_precision``: thinc's gradient scaler unscales after every
+    one call up to float rounding; on a CPU it saves the work on padding (docs/speed.md).
+    Not with ``mixed_precision``: thinc's gradient scaler unscales after every
     backward call, so several calls per update would unscale the gradients more than once.
     """
     from .encoder_buckets import with_length_buckets
