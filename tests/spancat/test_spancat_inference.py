@@ -59,6 +59,30 @@ def test_batched_token_vectors_of_transformer_batches(trained_nlp, split):
     assert numpy.array_equal(predict_token_vectors(tok2vec, docs), expected)
 
 
+def test_token_vectors_read_one_batch_in_place(trained_nlp):
+    """One transformer batch: every doc's hidden state is a view of one array, read without
+    joining (a copy of the padded batch); the docs in another order give the same rows."""
+    from spacy_sciner.spancat.tokvecs import _rows_in_place
+
+    tok2vec = trained_nlp.get_pipe("sciner_spancat").model.get_ref("tok2vec")
+    transformer = trained_nlp.get_pipe("transformer")
+    docs = [trained_nlp.make_doc(text) for text in TEXTS]
+    transformer.set_annotations(docs, transformer.predict(docs))
+    hidden = [doc._.trf_data.model_output.last_hidden_state for doc in docs]
+    width = docs[0]._.trf_data.width
+    rows, starts = _rows_in_place(hidden, width)
+    assert rows is not None and not rows.flags.owndata  # the batch's own array, no copy
+    for state, start in zip(hidden, starts):
+        assert numpy.array_equal(rows[start:start + state.size // width], state.reshape(-1, width))
+    shuffled = docs[::-1]
+    expected = numpy.concatenate(tok2vec.predict(shuffled))
+    assert numpy.array_equal(predict_token_vectors(tok2vec, shuffled), expected)
+    # States that are not views of one array are joined as before.
+    copies = [state.copy() for state in hidden]
+    assert _rows_in_place(copies, width) == (None, None)
+    assert _rows_in_place([hidden[0], copies[1]], width) == (None, None)
+
+
 def test_token_vectors_fall_back_for_a_doc_without_word_pieces(trained_nlp):
     tok2vec = trained_nlp.get_pipe("sciner_spancat").model.get_ref("tok2vec")
     transformer = trained_nlp.get_pipe("transformer")
