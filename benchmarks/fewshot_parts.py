@@ -344,7 +344,8 @@ def write_markdown(results: dict, path: Path) -> None:
         for size in sorted(results["summary"][ds], key=size_key):
             for system, c in sorted(results["summary"][ds][size].items()):
                 systems = results["summary"][ds][size]
-                lines.append(f"| {ds} | {size} | {system} | {100 * c['mean']:.1f} ± {100 * c['std']:.1f} | "
+                spread = f" ± {100 * c['std']:.1f}" if c["n"] > 1 else " (one seed)"  # no std of one value
+                lines.append(f"| {ds} | {size} | {system} | {100 * c['mean']:.1f}{spread} | "
                              f"{delta(systems, system)} | {c['n']} | "
                              f"{100 * c['ents_f_mean']:.1f} |")
     loosened = sorted({f"{r['dataset']}/{r['size']}/{r['system']} (min_distinct {r['weak_min_distinct']})"

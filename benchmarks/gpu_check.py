@@ -16,7 +16,7 @@ Steps, each timed, each failure recorded without stopping the others:
 2. ``sciner calibrate`` on dev; ``spacy evaluate`` on test;
 3. ``nlp.pipe`` words/s of the calibrated pipeline against the bare transformer (the
    same pipeline with only ``transformer`` enabled) at two batch sizes, interleaved
-   rounds, medians; a stage breakdown at the larger batch size; with ``--old-code`` the
+   rounds, medians; a stage breakdown at the larger batch size (the same rounds); with ``--old-code`` the
    same measurement with an older checkout of ``spacy_sciner`` first on ``PYTHONPATH``;
    with ``--profile`` a torch profile of the span component's inference (runtime calls:
    kernel launches, copies, synchronisations on a GPU);
@@ -146,7 +146,7 @@ def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int, max_bat
                     times[name].append(time.perf_counter() - start)
         bare, full = (words / statistics.median(times[n]) for n in variants)
         result[f"batch_{batch_size}"] = {"transformer_wps": bare, "pipeline_wps": full, "ratio": full / bare}
-    result["stages"] = stage_breakdown(model, texts, max(batch_sizes), gpu_id, profile=profile)
+    result["stages"] = stage_breakdown(model, texts, max(batch_sizes), gpu_id, rounds=rounds, profile=profile)
     return result
 
 

@@ -223,7 +223,7 @@ def markdown_report(report: dict) -> str:
         for code in ("current", "old_code"):
             stages = report["speed"].get(code, {}).get("stages", {})
             if stages:
-                lines += ["", f"Stages, {code} (s over all texts, largest batch): "
+                lines += ["", f"Stages, {code} (s over all texts, largest batch, median of the rounds): "
                           + ", ".join(f"{k} {v:.3f}" for k, v in stages.items() if k != "profile")]
                 if stages.get("transformer"):
                     # The ratio the stage times imply, free of the bare transformer's own

@@ -253,3 +253,15 @@ def test_fails_at_start_when_the_package_is_not_importable():
     assert out.returncode == 1
     assert "spacy-sciner is not importable" in out.stderr and "pip install" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_markdown_gives_no_spread_for_one_seed(tmp_path):
+    """A cell of one seed has no standard deviation: the table says "one seed", not "± 0.0"."""
+    runs = {i: {"dataset": "d", "size": "all", "system": sy, "seed": seed, "scores": {"spans_f": f, "ents_f": f}}
+            for i, (sy, seed, f) in enumerate([("minilm", 0, 0.50), ("minilm", 1, 0.60), ("hybrid", 0, 0.55)])}
+    settings = {"machine": "2 CPU cores", "smoke": False, "seeds": [0, 1, 2], "sample_seed": 0, "dev_note": "d: all",
+                "steps": {"all": 10}}
+    parts.write_markdown({"settings": settings, "summary": parts.summarize(runs), "runs": runs}, tmp_path / "f.md")
+    rows = {line.split(" | ")[2]: line for line in (tmp_path / "f.md").read_text().splitlines() if line.startswith("| d |")}
+    assert "| 55.0 (one seed) |" in rows["hybrid"] and "±" not in rows["hybrid"]
+    assert "| 55.0 ± 7.1 |" in rows["minilm"]
