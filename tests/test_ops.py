@@ -78,3 +78,41 @@ def test_stock_tok2vec_gives_the_same_vectors_either_way():
     after = tok2vec.predict(docs)
     for b, a in zip(before, after):
         numpy.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_relu_is_thincs_relu_through_numpy():
+    """NumpyBlasOps.relu: thinc's values (negatives to 0, NaN kept), in place when asked,
+    float64 too; other arrays go to thinc's own loop. A Relu layer learns the same."""
+    from thinc.api import Relu
+
+    from spacy_sciner.ops import NumpyBlasOps
+
+    thinc_ops, ops = NumpyOps(use_blis=False), NumpyBlasOps()
+    X = numpy.random.default_rng(0).standard_normal((300, 20)).astype("f")
+    X[0, :3] = [numpy.nan, -0.0, -numpy.inf]
+    for dtype in ("f", "d"):
+        A = X.astype(dtype)
+        assert numpy.array_equal(ops.relu(A), thinc_ops.relu(A), equal_nan=True)
+        assert (ops.relu(A)[1:] >= 0).all() and numpy.isnan(ops.relu(A)[0, 0])
+        B = A.copy()
+        assert ops.relu(B, inplace=True) is B and numpy.array_equal(B, thinc_ops.relu(A), equal_nan=True)
+        assert not numpy.array_equal(A, B, equal_nan=True)  # not in place unless asked: A kept
+    layers = []
+    for layer_ops in (thinc_ops, ops):
+        layer = Relu(8, 20)
+        layer.ops = layer_ops
+        layer.initialize(X=X[1:3])
+        layer.set_param("W", numpy.ones((8, 20), dtype="f") * 0.1)
+        layers.append(layer)
+    (Y1, back1), (Y2, back2) = (layer.begin_update(X[1:]) for layer in layers)
+    numpy.testing.assert_allclose(Y1, Y2, rtol=1e-6)
+    dY = numpy.ones_like(Y1)
+    numpy.testing.assert_allclose(back1(dY), back2(dY), rtol=1e-6)
+
+
+def test_sciner_spancat_gets_the_numpy_relu():
+    from spacy_sciner.ops import NumpyBlasOps
+
+    nlp = spacy.blank("en")
+    spancat = nlp.add_pipe("sciner_spancat")
+    assert any(isinstance(node.ops, NumpyBlasOps) for node in spancat.model.walk())
