@@ -8,8 +8,8 @@ script wrote) without its title.
     python benchmarks/readme_tables.py            # after a benchmark run
     python benchmarks/readme_tables.py --check    # exit 1 if any file is out of date
 """
-import os
 import argparse
+import os
 import re
 import sys
 from pathlib import Path

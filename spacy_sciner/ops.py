@@ -36,16 +36,11 @@ class NumpyBlasOps(NumpyOps):
         super().__init__(use_blis=False, **kwargs)
 
     def relu(self, X, inplace: bool = False):
-        if not _float_array(X):
+        if not isinstance(X, numpy.ndarray):
             return super().relu(X, inplace=inplace)
         # max(x, 0): negatives to 0, NaN stays NaN, as in thinc's loop. (The gradient stays
         # thinc's: a product with the mask would turn an infinite upstream gradient into NaN.)
         return numpy.maximum(X, X.dtype.type(0), out=X if inplace else None)
-
-
-def _float_array(X) -> bool:
-    return isinstance(X, numpy.ndarray) and X.dtype in (numpy.float32, numpy.float64)
-
 
 
 def use_numpy_blas(model: Model) -> int:
