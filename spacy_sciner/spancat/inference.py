@@ -29,7 +29,7 @@ from thinc.types import Floats2d, Ragged
 from .candidates import EdgeRule, Suggester, doc_candidates
 from .decode import best_labels, is_entity
 from .filter import sigmoid
-from .model import iter_span_vectors
+from .model import iter_span_vectors, predict_classifier
 from .prefilter import can_prefilter, iter_kept_span_vectors
 from .tokvecs import predict_token_vectors
 
@@ -94,7 +94,7 @@ def score_all_spans(
         mask = f_probs >= filter_threshold if filter_threshold is not None else numpy.ones(len(chunk), bool)
         if mask.any():
             selected = reps if mask.all() else reps[ops.asarray1i(numpy.flatnonzero(mask))]
-            probs.append(ops.to_numpy(model.get_ref("classifier").predict(selected)))
+            probs.append(ops.to_numpy(predict_classifier(model.get_ref("classifier"), selected)))
         rows.append(chunk)
         filter_probs.append(f_probs)
         keep.append(mask)
@@ -134,12 +134,12 @@ def _decide(classifier: Model, reps: Floats2d, kept, n_labels: int, threshold: O
     xp = classifier.ops.xp
     if kept is not None and compact:
         index = xp.flatnonzero(kept)
-        probs = classifier.predict(reps[index]) if len(index) else xp.zeros((0, n_labels + 1), "f")
+        probs = predict_classifier(classifier, reps[index]) if len(index) else xp.zeros((0, n_labels + 1), "f")
         ent, label, score = xp.zeros(len(reps), bool), xp.zeros(len(reps), "i"), xp.zeros(len(reps), "f")
         ent[index] = is_entity(probs, n_labels, threshold)
         label[index], score[index] = best_labels(probs, n_labels)
         return ent, label, score
-    probs = classifier.predict(reps)
+    probs = predict_classifier(classifier, reps)
     ent = is_entity(probs, n_labels, threshold)
     label, score = best_labels(probs, n_labels)
     return (ent if kept is None else ent & kept), label, score

@@ -15,6 +15,7 @@ Training both heads through one forward pass lets them share the gradient to the
 transformer; at inference the component calls the refs ``tok2vec``, ``span_encoder``,
 ``filter`` and ``classifier`` separately, so that pruned spans never reach the MLP.
 """
+import importlib
 from typing import Callable, Iterator, List, Optional, Tuple
 
 import numpy
@@ -38,6 +39,11 @@ from thinc.api import (
 from thinc.types import Floats2d, Ints1d, Ragged
 
 from .sampling import enumerate_batch
+from .util import chained_layers
+
+# thinc's Relu and Dropout forwards (the modules: thinc.layers exports the builders).
+_RELU_FORWARD = importlib.import_module("thinc.layers.relu").forward
+_DROPOUT_FORWARD = importlib.import_module("thinc.layers.dropout").forward
 
 # Pooling recipes for the SEPT ablation: name -> (builder, width multiplier of nI).
 REDUCERS = {
@@ -206,6 +212,30 @@ def span_gather_indices(
     return indices.astype("i"), lengths
 
 
+def predict_classifier(classifier: Model, X: Floats2d) -> Floats2d:
+    """``classifier.predict(X)`` with the hidden layer's ReLU applied in place.
+
+    thinc's ``Relu`` layer writes ``max(X @ W.T + b, 0)`` into a second array the size of
+    the hidden layer (20 MB for a chunk of 20,000 spans at width 256), keeping the
+    pre-activation for its backward pass; at predict time nothing reads it again, so it is
+    overwritten. The same ``ops.affine`` and ``ops.relu`` calls give the same numbers.
+    A classifier that does not start with a ``Relu`` layer runs ``predict`` as it is.
+
+    classifier (Model): The classifier ref of ``build_span_categorizer``.
+    X (Floats2d): Span vectors.
+    RETURNS (Floats2d): The class probabilities.
+    """
+    layers = chained_layers(classifier)
+    if layers[0]._func is not _RELU_FORWARD:
+        return classifier.predict(X)
+    relu = layers[0]
+    Y = relu.ops.relu(relu.ops.affine(X, relu.get_param("W"), relu.get_param("b")), inplace=True)
+    for layer in layers[1:]:
+        if layer._func is not _DROPOUT_FORWARD:  # identity at predict time
+            Y = layer.predict(Y)
+    return Y
+
+
 def iter_span_vectors(
     encoder: Model,
     tokens: Floats2d,
@@ -249,10 +279,9 @@ def iter_span_vectors(
     parts = INCREMENTAL_PARTS[encoder.attrs["reducer"]]
     # The running max over each width (only where the reducer pools by max).
     running = ops.xp.array(tokens, copy=True) if "max" in parts else None
-    embed = encoder.layers[1].get_param("E") if len(encoder.layers) > 1 else None
     # Chunks are filled across widths: the filter and the MLP then run a few times per
     # batch, not once per width (on a GPU each run is a dozen kernel launches).
-    held_rows, pieces, held = [], [], 0
+    chunks = SpanChunks(encoder, tokens, chunk_size, int(numpy.minimum(remaining, max_width).sum()))
     for width in range(1, max_width + 1):
         if width > 1 and running is not None:
             head = running[: n_tokens - width + 1]
@@ -261,17 +290,11 @@ def iter_span_vectors(
         if len(starts) == 0:
             break
         if keep is not None:
-            starts = starts[keep(numpy.stack([starts, starts + width], axis=1))]
-        while len(starts):
-            part, starts = starts[: chunk_size - held], starts[chunk_size - held :]
-            held_rows.append(numpy.stack([part, part + width], axis=1).astype("i"))
-            pieces.append(_width_vectors(ops, running, tokens, part, parts, embed, encoder.attrs["width_buckets"], width))
-            held += len(part)
-            if held == chunk_size:
-                yield _flush(ops, held_rows, pieces)
-                held_rows, pieces, held = [], [], 0
-    if held:
-        yield _flush(ops, held_rows, pieces)
+            kept = keep(numpy.stack([starts, starts + width], axis=1))
+            chunks.discount(len(starts) - int(kept.sum()))
+            starts = starts[kept]
+        yield from chunks.add(running, starts, width)
+    yield from chunks.rest()
 
 
 def _gathered_span_vectors(
@@ -297,22 +320,71 @@ def _gathered_span_vectors(
         yield chunk, encoder.predict((all_tokens, Ragged(ops.asarray2i(chunk), ops.asarray1i([len(chunk)]))))
 
 
-def _width_vectors(
-    ops, running: Floats2d, tokens: Floats2d, starts: numpy.ndarray, parts, embed, width_buckets: int, width: int
-) -> Floats2d:
-    """Vectors of the spans of one width at ``starts``: the ``parts`` ("max": rows of
-    ``running``, the running max over ``width`` tokens; "first"/"last": the boundary
-    tokens' rows), with the width embedding if there is one."""
-    at = ops.asarray1i(starts)
-    rows = {"max": running, "first": tokens, "last": tokens[width - 1 :]}
-    vectors = [rows[part][at] for part in parts]  # gathers: copies, safe from later maxima
-    if embed is not None:
-        bucket = min(width, width_buckets) - 1
-        vectors.append(ops.xp.repeat(embed[bucket : bucket + 1], len(starts), axis=0))
-    return vectors[0] if len(vectors) == 1 else ops.xp.hstack(vectors)
+class SpanChunks:
+    """Span vectors written width by width straight into chunks of ``chunk_size`` rows
+    (the last one fewer): each output vector is one gather from the token rows, with no
+    per-width pieces joined afterwards (a second copy of every vector, ~50 MB per 1,000
+    SciERC sentences).
 
+    encoder (Model): A span encoder with an incremental reducer (``INCREMENTAL_PARTS``).
+    tokens (Floats2d): Token vectors of all docs, concatenated.
+    chunk_size (int): Most spans per chunk.
+    bound (int): At least the number of spans still to be added: a buffer holds no more
+        rows than can come (``discount`` lowers it for candidates dropped before ``add``).
+    """
 
-def _flush(ops, rows: List[numpy.ndarray], pieces: List[Floats2d]) -> Tuple[numpy.ndarray, Floats2d]:
-    if len(pieces) == 1:
-        return rows[0], pieces[0]
-    return numpy.concatenate(rows), ops.xp.concatenate(pieces)
+    def __init__(self, encoder: Model, tokens: Floats2d, chunk_size: int, bound: int) -> None:
+        self.ops, self.tokens, self.size, self.bound = encoder.ops, tokens, chunk_size, bound
+        self.parts = INCREMENTAL_PARTS[encoder.attrs["reducer"]]
+        self.embed = encoder.layers[1].get_param("E") if len(encoder.layers) > 1 else None
+        self.width_buckets = encoder.attrs["width_buckets"]
+        extra = self.embed.shape[1] if self.embed is not None else 0
+        self.n_columns = tokens.shape[1] * len(self.parts) + extra
+        self.rows: List[numpy.ndarray] = []
+        self.buffer: Optional[Floats2d] = None
+        self.held = 0
+
+    def discount(self, n: int) -> None:
+        """``n`` of the spans counted in ``bound`` will never be added."""
+        self.bound -= n
+
+    def add(self, running: Optional[Floats2d], starts: numpy.ndarray, width: int) -> Iterator[Tuple[numpy.ndarray, Floats2d]]:
+        """Add the spans of one width at global ``starts`` (``running``: the running max
+        over ``width`` tokens, or None); yields each chunk that fills up."""
+        while len(starts):
+            if self.buffer is None:
+                n_rows = max(1, min(self.size, self.bound))
+                self.buffer = self.ops.alloc2f(n_rows, self.n_columns, dtype=self.tokens.dtype, zeros=False)
+            part, starts = starts[: len(self.buffer) - self.held], starts[len(self.buffer) - self.held :]
+            self._write(self.buffer[self.held : self.held + len(part)], running, part, width)
+            self.rows.append(numpy.stack([part, part + width], axis=1).astype("i"))
+            self.held += len(part)
+            self.bound -= len(part)
+            if self.held == len(self.buffer):
+                yield self._flush()
+
+    def rest(self) -> Iterator[Tuple[numpy.ndarray, Floats2d]]:
+        """The last, partly filled chunk, if any."""
+        if self.held:
+            yield self._flush()
+
+    def _flush(self) -> Tuple[numpy.ndarray, Floats2d]:
+        chunk = (numpy.concatenate(self.rows), self.buffer[: self.held])
+        self.rows, self.buffer, self.held = [], None, 0
+        return chunk
+
+    def _write(self, out: Floats2d, running: Optional[Floats2d], starts: numpy.ndarray, width: int) -> None:
+        """The vectors of the spans of one width at ``starts`` into ``out``: the parts ("max":
+        rows of ``running``; "first"/"last": the boundary tokens' rows), then the width
+        embedding if there is one."""
+        xp, dim = self.ops.xp, self.tokens.shape[1]
+        at = self.ops.asarray1i(starts)
+        sources = {"max": running, "first": self.tokens, "last": self.tokens[width - 1 :]}
+        for i, part in enumerate(self.parts):
+            target = out[:, i * dim : (i + 1) * dim]
+            if xp is numpy:  # gathered into place ("clip": no bounds-checking copy; starts are valid)
+                numpy.take(sources[part], at, axis=0, out=target, mode="clip")
+            else:
+                target[...] = sources[part][at]
+        if self.embed is not None:
+            out[:, len(self.parts) * dim :] = self.embed[min(width, self.width_buckets) - 1]

@@ -27,7 +27,7 @@ import numpy
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .model import INCREMENTAL_PARTS, _flush, _width_vectors
+from .model import INCREMENTAL_PARTS, SpanChunks
 
 
 def can_prefilter(encoder: Model, filter_head: Model, has_rows: bool) -> bool:
@@ -84,7 +84,9 @@ def iter_kept_span_vectors(
     n_tokens = int(doc_lengths.sum())
     remaining = numpy.repeat(numpy.cumsum(doc_lengths), doc_lengths) - numpy.arange(n_tokens)
     running = xp.array(tokens, copy=True) if "max" in parts else None
-    n_enumerated, held_rows, pieces, held = 0, [], [], 0
+    # Only the kept spans are written to chunks: the bound (every candidate) shrinks by the dropped ones.
+    chunks = SpanChunks(encoder, tokens, chunk_size, int(numpy.minimum(remaining, max_width).sum()))
+    n_enumerated = 0
     for width in range(1, max_width + 1):
         if width > 1 and running is not None:
             head = running[: n_tokens - width + 1]
@@ -92,21 +94,17 @@ def iter_kept_span_vectors(
         starts = numpy.flatnonzero(remaining >= width)
         if len(starts) == 0:
             break
+        n_starts = len(starts)
         if keep is not None:
             starts = starts[keep(numpy.stack([starts, starts + width], axis=1))]
         n_enumerated += len(starts)
-        logits = _width_logits(running, token_proj, w_part, width_proj, bias, starts, width, width_buckets)
-        starts = starts[logits.astype("float64") >= cut]
-        while len(starts):
-            part, starts = starts[: chunk_size - held], starts[chunk_size - held :]
-            held_rows.append(numpy.stack([part, part + width], axis=1).astype("i"))
-            pieces.append(_width_vectors(encoder.ops, running, tokens, part, parts, embed, width_buckets, width))
-            held += len(part)
-            if held == chunk_size:
-                yield _flush(encoder.ops, held_rows, pieces)
-                held_rows, pieces, held = [], [], 0
-    if held:
-        yield _flush(encoder.ops, held_rows, pieces)
+        kept = starts
+        if len(starts):  # (the edge rule may drop every span of a width)
+            logits = _width_logits(running, token_proj, w_part, width_proj, bias, starts, width, width_buckets)
+            kept = starts[logits.astype("float64") >= cut]
+        chunks.discount(n_starts - len(kept))
+        yield from chunks.add(running, kept, width)
+    yield from chunks.rest()
     if counts is not None:
         counts["candidates"] = n_enumerated
 

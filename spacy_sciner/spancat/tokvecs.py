@@ -16,7 +16,6 @@ zero padding between docs written by one scatter instead of a concatenation of 2
 pieces. Any other tok2vec, or a batch the fast paths do not cover (a doc without
 transformer output, an empty alignment), goes through ``tok2vec.predict``.
 """
-import importlib
 from typing import List, Optional
 
 import numpy
@@ -24,8 +23,8 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats2d, Ragged
 
-# thinc's chain forward (the module, not the `chain` function thinc.layers exports).
-_CHAIN_FORWARD = importlib.import_module("thinc.layers.chain").forward
+from .util import chained_layers
+
 
 
 def predict_token_vectors(tok2vec: Model, docs: List[Doc]) -> Floats2d:
@@ -70,7 +69,7 @@ def predict_cnn_flat(cnn: Model, docs: List[Doc]) -> Optional[Floats2d]:
     RETURNS (Optional[Floats2d]): One row per token; None for another model or a batch
         without tokens (left to ``cnn.predict``).
     """
-    layers = _chained(cnn)
+    layers = chained_layers(cnn)
     names = [layer.name for layer in layers]
     if names[:2] != ["extract_features", "list2ragged"] or "ragged2list" not in names:
         return None
@@ -104,13 +103,6 @@ def _predict_padded(layer: Model, X: Floats2d, lengths: numpy.ndarray, pad: int)
     padded = ops.alloc2f(len(X) + pad * (int((lengths > 0).sum()) + 1), X.shape[1], dtype=X.dtype)
     padded[rows] = X
     return layer.predict(padded)[rows]
-
-
-def _chained(model: Model) -> List[Model]:
-    """The layers of nested chains, in the order they run; [model] for any other layer."""
-    if model._func is not _CHAIN_FORWARD:
-        return [model]
-    return [leaf for layer in model.layers for leaf in _chained(layer)]
 
 
 def _listener_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:

@@ -1,6 +1,7 @@
 """Small helpers of ``sciner_spancat``: settings checks, ragged counts, a scaled optimizer,
 prior biases."""
-from typing import Callable, Dict, Iterable, Tuple
+import importlib
+from typing import Callable, Dict, Iterable, List, Tuple
 
 import numpy
 from spacy.training import Example
@@ -8,6 +9,9 @@ from thinc.api import Model, Optimizer
 from thinc.types import Floats2d, Ints1d
 
 from .filter import sigmoid
+
+# thinc's chain forward (the module, not the `chain` function thinc.layers exports).
+_CHAIN_FORWARD = importlib.import_module("thinc.layers.chain").forward
 
 
 class ScaledOptimizer:
@@ -123,3 +127,10 @@ def check_settings(max_span_length, negatives_per_doc, threshold, filter_thresho
         problems.append(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     if problems:
         raise ValueError("Invalid sciner_spancat settings: " + "; ".join(problems))
+
+
+def chained_layers(model: Model) -> List[Model]:
+    """The layers of nested chains, in the order they run; [model] for any other layer."""
+    if model._func is not _CHAIN_FORWARD:
+        return [model]
+    return [leaf for layer in model.layers for leaf in chained_layers(layer)]

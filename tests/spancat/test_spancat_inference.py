@@ -164,6 +164,25 @@ def test_predict_on_an_empty_batch_and_doc(trained_nlp):
     assert len(docs[0].spans["sc"]) == 0 and len(docs[1].spans["sc"]) > 0
 
 
+@pytest.mark.parametrize("compact", [True, False])
+def test_predict_where_the_edge_rule_empties_a_width(trained_nlp, compact):
+    """No span may start or end on punctuation (brackets only in pairs), so these batches
+    have widths without any candidate: no error on either path, the same spans as alone."""
+    pipe = trained_nlp.get_pipe("sciner_spancat")
+
+    def predict(texts):
+        return predict_spans(pipe.model, transformed(trained_nlp, texts), n_labels=len(pipe.labels), max_span_length=8,
+                             chunk_size=50, threshold=None, filter_threshold=1e-6, compact=compact)
+
+    out = predict([". , ;", "- -"])  # no candidate at any width
+    assert out.spans.lengths.tolist() == [0, 0] and out.n_scored == 0
+    alone = predict(["( )"])  # width 1 empty, width 2 not: "( )" is a candidate
+    mixed = predict([". , ;", "( )"])
+    assert alone.n_candidates == mixed.n_candidates == 1
+    assert mixed.spans.lengths.tolist() == [0] + alone.spans.lengths.tolist()
+    assert mixed.spans.dataXd.tolist() == alone.spans.dataXd.tolist() and mixed.labels.tolist() == alone.labels.tolist()
+
+
 def test_set_annotations_labels_and_scores(trained_nlp):
     docs = list(trained_nlp.pipe([text for text, _ in TRAIN_DATA]))
     for doc, (_, gold) in zip(docs, TRAIN_DATA):

@@ -123,3 +123,25 @@ def test_inference_pooling_matches_the_training_encoder(reducer, width_embedding
     # Chunks are filled across widths: every chunk but the last is full.
     sizes = [len(rows) for rows, _ in iter_span_vectors(encoder, X.dataXd, lengths, 4, chunk_size=5)]
     assert sizes == [5] * (len(wanted) // 5) + ([len(wanted) % 5] if len(wanted) % 5 else [])
+
+
+@pytest.mark.parametrize("blas", [False, True])
+def test_predict_classifier_equals_predict(blas):
+    """The in-place ReLU gives exactly the classifier's own predictions and leaves the
+    span vectors alone; any other classifier runs its own predict."""
+    from thinc.api import Maxout, Relu, Softmax_v2, chain
+
+    from spacy_sciner.ops import use_numpy_blas
+    from spacy_sciner.spancat.model import predict_classifier
+
+    X = numpy.random.default_rng(0).normal(size=(40, 6)).astype("f")
+    for classifier in (chain(Relu(nO=8, dropout=0.1), Softmax_v2(nO=3)), chain(Maxout(nO=8, nP=2), Softmax_v2(nO=3))):
+        classifier.initialize(X=X[:2], Y=numpy.zeros((2, 3), "f"))
+        if blas:
+            use_numpy_blas(classifier)
+        before = X.copy()
+        expected = classifier.predict(X)
+        got = predict_classifier(classifier, X)
+        numpy.testing.assert_array_equal(got, expected)
+        numpy.testing.assert_array_equal(X, before)
+        assert got.shape == (40, 3) and numpy.allclose(got.sum(axis=1), 1.0)
