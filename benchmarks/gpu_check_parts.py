@@ -52,8 +52,11 @@ def stage_breakdown(model: str, texts: List[str], batch_size: int, gpu_id: int, 
                     profile: bool = False) -> dict:
     """Seconds per stage over all texts, device-synchronised after each stage: the
     transformer, the span component's token vectors (its first step), the rest of its
-    predict, and its set_annotations. With `profile`: a torch profile of the span
-    component alone (predict + set_annotations over all texts) under "profile"."""
+    predict, and its set_annotations; under "minor_faults" the minor page faults (fresh
+    memory pages the OS maps in; 0 where it does not count them) of the transformer, the
+    token vectors alone, the whole predict (its token vectors included) and set_annotations,
+    median of the rounds. With `profile`: a torch profile of the span component alone (predict +
+    set_annotations over all texts) under "profile"."""
     import spacy
     from spacy.util import minibatch
 
@@ -66,34 +69,51 @@ def stage_breakdown(model: str, texts: List[str], batch_size: int, gpu_id: int, 
     transformer, spancat = nlp.get_pipe("transformer"), nlp.get_pipe("sciner_spancat")
     tok2vec = spancat.model.get_ref("tok2vec")
     totals = {"transformer": [], "token_vectors": [], "predict_rest": [], "set_annotations": []}
+    fault_totals = {key: [] for key in ("transformer", "token_vectors", "predict", "set_annotations")}
     for _ in range(rounds):
-        seconds = dict.fromkeys(totals, 0.0)
+        seconds, faults = dict.fromkeys(totals, 0.0), dict.fromkeys(fault_totals, 0)
         for batch in minibatch(texts, batch_size):
             docs = [nlp.make_doc(text) for text in batch]
             sync(gpu_id)
-            t0 = time.perf_counter()
+            t0, f0 = time.perf_counter(), minor_faults()
             transformer.set_annotations(docs, transformer.predict(docs))
             sync(gpu_id)
-            t1 = time.perf_counter()
+            t1, f1 = time.perf_counter(), minor_faults()
             if predict_token_vectors is not None:
                 predict_token_vectors(tok2vec, docs)  # timed alone; predict computes it again
             sync(gpu_id)
-            t2 = time.perf_counter()
+            t2, f2 = time.perf_counter(), minor_faults()
             predictions = spancat.predict(docs)
             sync(gpu_id)
-            t3 = time.perf_counter()
+            t3, f3 = time.perf_counter(), minor_faults()
             spancat.set_annotations(docs, predictions)
-            t4 = time.perf_counter()
+            t4, f4 = time.perf_counter(), minor_faults()
             seconds["transformer"] += t1 - t0
             seconds["token_vectors"] += t2 - t1
             seconds["predict_rest"] += max(0.0, (t3 - t2) - (t2 - t1))
             seconds["set_annotations"] += t4 - t3
+            # Faults are not subtracted: which call maps a page in depends on what the other freed.
+            for key, count in (("transformer", f1 - f0), ("token_vectors", f2 - f1), ("predict", f3 - f2),
+                               ("set_annotations", f4 - f3)):
+                faults[key] += count
         for key in totals:
             totals[key].append(seconds[key])
+        for key in fault_totals:
+            fault_totals[key].append(faults[key])
     result = {key: statistics.median(values) for key, values in totals.items()}
+    result["minor_faults"] = {key: int(statistics.median(values)) for key, values in fault_totals.items()}
     if profile:
         result["profile"] = _profile_spancat(nlp, texts, batch_size, gpu_id)
     return result
+
+
+def minor_faults() -> int:
+    """Minor page faults of this process so far; 0 where the OS does not count them."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def _profile_spancat(nlp, texts: List[str], batch_size: int, gpu_id: int) -> dict:
@@ -224,7 +244,10 @@ def markdown_report(report: dict) -> str:
             stages = report["speed"].get(code, {}).get("stages", {})
             if stages:
                 lines += ["", f"Stages, {code} (s over all texts, largest batch, median of the rounds): "
-                          + ", ".join(f"{k} {v:.3f}" for k, v in stages.items() if k != "profile")]
+                          + ", ".join(f"{k} {v:.3f}" for k, v in stages.items() if k not in ("profile", "minor_faults"))]
+                if stages.get("minor_faults"):
+                    lines.append("Minor page faults per pass (median of the rounds): "
+                                 + ", ".join(f"{k} {v:,}" for k, v in stages["minor_faults"].items()))
                 if stages.get("transformer"):
                     # The ratio the stage times imply, free of the bare transformer's own
                     # round-to-round spread (the words/s ratios above divide two timings).

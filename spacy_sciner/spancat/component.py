@@ -59,6 +59,8 @@ from .util import (
     check_settings, class_prior_biases, classifier_and_filter_loss, finish_update_scaled,
     sampled_class_counts,
 )
+from .workspace import Workspace
+
 
 class SciNERSpanCategorizer(TrainablePipe):
     """Label spans with the SEPT span categorizer (see the module docstring)."""
@@ -128,6 +130,8 @@ class SciNERSpanCategorizer(TrainablePipe):
         self.name = name
         self.scorer = scorer
         self.suggester = suggester
+        # Large CPU temporaries kept from batch to batch (workspace.py: no page faults per batch).
+        self._workspace = Workspace()
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "spans_key": spans_key,
@@ -222,6 +226,7 @@ class SciNERSpanCategorizer(TrainablePipe):
             threshold=self.cfg["threshold"], filter_threshold=self.cfg["filter_threshold"] if prune else None,
             suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
             ents_threshold=self.cfg.get("ents_threshold") if self.cfg["write_ents"] else None,
+            workspace=self._workspace,
         )
 
     def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
@@ -244,7 +249,8 @@ class SciNERSpanCategorizer(TrainablePipe):
         docs (Iterable[Doc]): The docs given to ``predict``.
         predictions (SpanPredictions): The output of ``predict``.
         """
-        # One conversion to Python lists per batch; per doc only Span objects are made.
+        # One conversion to Python lists per batch; per doc only Span objects are made, once
+        # (``doc.set_ents``: the ``doc.ents`` setter would rebuild each Span; both default to "outside").
         rows = numpy.asarray(predictions.spans.dataXd).reshape(-1, 2).tolist()
         labels, scores = numpy.asarray(predictions.labels).tolist(), numpy.asarray(predictions.scores, dtype="f")
         label_ids = [self.vocab.strings.add(label) for label in self.labels]
@@ -258,14 +264,14 @@ class SciNERSpanCategorizer(TrainablePipe):
             if in_spans is None:
                 doc.spans[self.key] = SpanGroup(doc, name=self.key, spans=spans, attrs={"scores": scores[offset:end]})
                 if self.cfg["write_ents"]:
-                    doc.ents = [spans[i] for i in greedy_decode(rows[offset:end], scores[offset:end], len(doc))]
+                    doc.set_ents([spans[i] for i in greedy_decode(rows[offset:end], scores[offset:end], len(doc))])
             else:
                 member = in_spans[offset:end]
                 group = [span for span, m in zip(spans, member) if m]
                 doc.spans[self.key] = SpanGroup(doc, name=self.key, spans=group, attrs={"scores": scores[offset:end][member]})
                 ents = [i for i in range(count) if for_ents[offset + i]]
                 chosen = greedy_decode([rows[offset + i] for i in ents], [float(scores[offset + i]) for i in ents], len(doc))
-                doc.ents = [spans[ents[i]] for i in chosen]
+                doc.set_ents([spans[ents[i]] for i in chosen])
             offset = end
 
     def update(

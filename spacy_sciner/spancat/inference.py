@@ -32,6 +32,7 @@ from .filter import sigmoid
 from .model import iter_span_vectors, predict_classifier
 from .prefilter import can_prefilter, iter_kept_span_vectors
 from .tokvecs import predict_token_vectors
+from .workspace import Workspace
 
 
 class SpanPredictions(NamedTuple):
@@ -125,7 +126,8 @@ def predict_spans(model: Model, docs: List[Doc], **settings) -> SpanPredictions:
     return collect_spans(launch_spans(model, docs, **settings))
 
 
-def _decide(classifier: Model, reps: Floats2d, kept, n_labels: int, threshold: Optional[float], compact: bool):
+def _decide(classifier: Model, reps: Floats2d, kept, n_labels: int, threshold: Optional[float], compact: bool,
+            workspace: Optional[Workspace] = None):
     """One chunk's decisions, on the device: (is entity, best label, its probability).
 
     kept: The filter's bool mask of the chunk (None: no filter); a pruned span is no entity.
@@ -139,7 +141,7 @@ def _decide(classifier: Model, reps: Floats2d, kept, n_labels: int, threshold: O
         ent[index] = is_entity(probs, n_labels, threshold)
         label[index], score[index] = best_labels(probs, n_labels)
         return ent, label, score
-    probs = predict_classifier(classifier, reps)
+    probs = predict_classifier(classifier, reps, workspace)
     ent = is_entity(probs, n_labels, threshold)
     label, score = best_labels(probs, n_labels)
     return (ent if kept is None else ent & kept), label, score
@@ -158,6 +160,7 @@ def launch_spans(
     allow_punct_edges: bool = False,
     compact: Optional[bool] = None,
     ents_threshold: Optional[float] = None,
+    workspace: Optional[Workspace] = None,
 ) -> "LaunchedSpans":
     """Queue the scoring of the docs' candidates on the model's device: which ones the
     filter keeps (``filter_threshold``) and the decision rule (``threshold``, see
@@ -179,6 +182,8 @@ def launch_spans(
     ents_threshold (Optional[float]): Also return the kept spans whose best label's
         probability is >= it (doc.ents' own floor), marked as not in doc.spans unless
         the decision rule accepts them too; None: only the decision rule's spans.
+    workspace (Optional[Workspace]): Host buffers reused across batches by the CPU's
+        filter-first path (nothing in the result refers to them); None: new arrays.
     RETURNS (LaunchedSpans): The batch, its device work queued (on a GPU nothing here
         waits for the device); ``collect_spans`` gets the results.
     """
@@ -192,7 +197,7 @@ def launch_spans(
     classifier, filter_head = model.get_ref("classifier"), model.get_ref("filter")
     if compact and cut is not None and can_prefilter(model.get_ref("span_encoder"), filter_head, suggester is not None):
         return _launch_prefiltered(model, docs, lengths, max_span_length, chunk_size, cut, n_labels, threshold,
-                                   allow_punct_edges, ents_threshold)
+                                   allow_punct_edges, ents_threshold, workspace if isinstance(ops, NumpyOps) else None)
     rows, passed, entity, labels, scores, in_spans = [], [], [], [], [], []
     for chunk, reps in candidate_vectors(model, docs, lengths, max_span_length, chunk_size, suggester, allow_punct_edges):
         kept = None if cut is None else filter_head.predict(reps)[:, 0].astype("float64") >= cut
@@ -225,18 +230,19 @@ def _with_ents_floor(ent, score, kept, ents_threshold: Optional[float]):
 
 
 def _launch_prefiltered(model, docs, lengths, max_span_length, chunk_size, cut, n_labels, threshold,
-                        allow_punct_edges, ents_threshold=None) -> "LaunchedSpans":
+                        allow_punct_edges, ents_threshold=None, workspace=None) -> "LaunchedSpans":
     """``launch_spans`` on the CPU with the filter run first (``prefilter``): only the
     candidates it keeps get span vectors and reach the MLP."""
     counts = {}
     chunks = iter_kept_span_vectors(
-        model.get_ref("span_encoder"), model.get_ref("filter"), predict_token_vectors(model.get_ref("tok2vec"), docs),
-        lengths, max_span_length, chunk_size, cut, keep=EdgeRule(docs, allow_punct_edges).mask, counts=counts,
+        model.get_ref("span_encoder"), model.get_ref("filter"),
+        predict_token_vectors(model.get_ref("tok2vec"), docs, workspace), lengths, max_span_length, chunk_size, cut,
+        keep=EdgeRule(docs, allow_punct_edges).mask, counts=counts, workspace=workspace,
     )
     rows, entity, labels, scores = [numpy.zeros((0, 2), "i")], [numpy.zeros(0, bool)], [numpy.zeros(0, "i")], [numpy.zeros(0, "f")]
     in_spans = [numpy.zeros(0, bool)]
     for chunk, reps in chunks:
-        ent, label, score = _decide(model.get_ref("classifier"), reps, None, n_labels, threshold, True)
+        ent, label, score = _decide(model.get_ref("classifier"), reps, None, n_labels, threshold, True, workspace)
         ent, spans_ent = _with_ents_floor(ent, score, None, ents_threshold)
         in_spans.append(spans_ent)
         rows.append(chunk)

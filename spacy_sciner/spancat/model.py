@@ -40,6 +40,7 @@ from thinc.types import Floats2d, Ints1d, Ragged
 
 from .sampling import enumerate_batch
 from .util import chained_layers
+from .workspace import Workspace
 
 # thinc's Relu and Dropout forwards (the modules: thinc.layers exports the builders).
 _RELU_FORWARD = importlib.import_module("thinc.layers.relu").forward
@@ -212,7 +213,7 @@ def span_gather_indices(
     return indices.astype("i"), lengths
 
 
-def predict_classifier(classifier: Model, X: Floats2d) -> Floats2d:
+def predict_classifier(classifier: Model, X: Floats2d, workspace: Optional[Workspace] = None) -> Floats2d:
     """``classifier.predict(X)`` with the hidden layer's ReLU applied in place.
 
     thinc's ``Relu`` layer writes ``max(X @ W.T + b, 0)`` into a second array the size of
@@ -223,13 +224,22 @@ def predict_classifier(classifier: Model, X: Floats2d) -> Floats2d:
 
     classifier (Model): The classifier ref of ``build_span_categorizer``.
     X (Floats2d): Span vectors.
+    workspace (Optional[Workspace]): Host buffer for the hidden layer (role "hidden");
+        None: a new array.
     RETURNS (Floats2d): The class probabilities.
     """
     layers = chained_layers(classifier)
     if layers[0]._func is not _RELU_FORWARD:
         return classifier.predict(X)
     relu = layers[0]
-    Y = relu.ops.relu(relu.ops.affine(X, relu.get_param("W"), relu.get_param("b")), inplace=True)
+    W, b = relu.get_param("W"), relu.get_param("b")
+    out = None
+    if workspace is not None and isinstance(X, numpy.ndarray):
+        out = workspace.empty("hidden", (len(X), W.shape[0]), X.dtype)
+    # ops.affine's two steps (the product, then the bias), written into `out` if given
+    Y = relu.ops.gemm(X, W, trans2=True, out=out)
+    Y += b
+    Y = relu.ops.relu(Y, inplace=True)
     for layer in layers[1:]:
         if layer._func is not _DROPOUT_FORWARD:  # identity at predict time
             Y = layer.predict(Y)
@@ -331,10 +341,15 @@ class SpanChunks:
     chunk_size (int): Most spans per chunk.
     bound (int): At least the number of spans still to be added: a buffer holds no more
         rows than can come (``discount`` lowers it for candidates dropped before ``add``).
+    workspace (Optional[Workspace]): Host buffers to write the chunks into (role "chunk"):
+        then a chunk is valid only until the next one is asked for. None: a new array
+        per chunk.
     """
 
-    def __init__(self, encoder: Model, tokens: Floats2d, chunk_size: int, bound: int) -> None:
+    def __init__(self, encoder: Model, tokens: Floats2d, chunk_size: int, bound: int,
+                 workspace: Optional[Workspace] = None) -> None:
         self.ops, self.tokens, self.size, self.bound = encoder.ops, tokens, chunk_size, bound
+        self.workspace = workspace
         self.parts = INCREMENTAL_PARTS[encoder.attrs["reducer"]]
         self.embed = encoder.layers[1].get_param("E") if len(encoder.layers) > 1 else None
         self.width_buckets = encoder.attrs["width_buckets"]
@@ -354,7 +369,10 @@ class SpanChunks:
         while len(starts):
             if self.buffer is None:
                 n_rows = max(1, min(self.size, self.bound))
-                self.buffer = self.ops.alloc2f(n_rows, self.n_columns, dtype=self.tokens.dtype, zeros=False)
+                if self.workspace is not None:
+                    self.buffer = self.workspace.empty("chunk", (n_rows, self.n_columns), self.tokens.dtype)
+                else:
+                    self.buffer = self.ops.alloc2f(n_rows, self.n_columns, dtype=self.tokens.dtype, zeros=False)
             part, starts = starts[: len(self.buffer) - self.held], starts[len(self.buffer) - self.held :]
             self._write(self.buffer[self.held : self.held + len(part)], running, part, width)
             self.rows.append(numpy.stack([part, part + width], axis=1).astype("i"))

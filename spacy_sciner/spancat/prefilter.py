@@ -28,6 +28,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .model import INCREMENTAL_PARTS, SpanChunks
+from .workspace import Workspace
 
 
 def can_prefilter(encoder: Model, filter_head: Model, has_rows: bool) -> bool:
@@ -52,6 +53,7 @@ def iter_kept_span_vectors(
     *,
     keep: Optional[Callable[[numpy.ndarray], numpy.ndarray]] = None,
     counts: Optional[Dict[str, int]] = None,
+    workspace: Optional[Workspace] = None,
 ) -> Iterator[Tuple[numpy.ndarray, Floats2d]]:
     """The candidates whose filter logit is >= ``cut`` and their span vectors, in
     chunks of at most ``chunk_size`` spans (width by width, by start within a width).
@@ -67,6 +69,8 @@ def iter_kept_span_vectors(
         (e.g. ``candidates.EdgeRule.mask``).
     counts (Optional[Dict[str, int]]): If given, "candidates" is set to the number of
         candidates enumerated (kept or not) once the generator is exhausted.
+    workspace (Optional[Workspace]): Host buffers for the running maxima and the chunks;
+        then each chunk is valid only until the next one is asked for.
     YIELDS (Tuple[numpy.ndarray, Floats2d]): Global (start, end) rows of kept spans and
         their span vectors (the same vectors as ``iter_span_vectors``).
     """
@@ -83,9 +87,14 @@ def iter_kept_span_vectors(
     width_proj = embed @ weights[len(parts) * dim :] if embed is not None else None
     n_tokens = int(doc_lengths.sum())
     remaining = numpy.repeat(numpy.cumsum(doc_lengths), doc_lengths) - numpy.arange(n_tokens)
-    running = xp.array(tokens, copy=True) if "max" in parts else None
+    running = None
+    if "max" in parts and workspace is not None:
+        running = workspace.empty("running", tokens.shape, tokens.dtype)
+        running[...] = tokens
+    elif "max" in parts:
+        running = xp.array(tokens, copy=True)
     # Only the kept spans are written to chunks: the bound (every candidate) shrinks by the dropped ones.
-    chunks = SpanChunks(encoder, tokens, chunk_size, int(numpy.minimum(remaining, max_width).sum()))
+    chunks = SpanChunks(encoder, tokens, chunk_size, int(numpy.minimum(remaining, max_width).sum()), workspace)
     n_enumerated = 0
     for width in range(1, max_width + 1):
         if width > 1 and running is not None:

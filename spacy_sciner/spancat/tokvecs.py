@@ -7,7 +7,9 @@ spends more time launching those small copies and kernels than the MLP spends on
 its spans. ``predict_token_vectors`` does the same computation for the whole batch at
 once: one concatenation of the docs' hidden states, one gather with the concatenated
 alignment, one call of the listener's own pooling layer. The numbers are the ones
-``trfs2arrays`` computes (the pooling sees the same rows, in the same order). A
+``trfs2arrays`` computes (the pooling sees the same rows, in the same order). On the CPU
+the default mean pooling skips the gather (``mean_of_pieces``: the same bits as thinc's
+kernel) and can write into a reused buffer (``workspace.py``). A
 ``spacy-sciner.HybridTok2Vec.v1`` gets its transformer side this way and is joined with
 its CNN's vectors once per batch, not per doc; its CNN (spaCy's ``Tok2Vec.v2`` of
 ``MultiHashEmbed`` + a window encoder) runs on the whole batch too (``predict_cnn_flat``):
@@ -24,19 +26,21 @@ from thinc.api import Model
 from thinc.types import Floats2d, Ragged
 
 from .util import chained_layers
+from .workspace import Workspace
 
 
-
-def predict_token_vectors(tok2vec: Model, docs: List[Doc]) -> Floats2d:
+def predict_token_vectors(tok2vec: Model, docs: List[Doc], workspace: Optional[Workspace] = None) -> Floats2d:
     """The token vectors of all docs, concatenated in doc order.
 
     tok2vec (Model): The component's tok2vec sub-model.
     docs (List[Doc]): The docs (processed by the upstream transformer, for a listener).
+    workspace (Optional[Workspace]): Where the fast paths write host results (role
+        "tokens"); None: new arrays.
     RETURNS (Floats2d): One row per token of the batch.
     """
-    fast = _listener_fast_path(tok2vec, docs)
+    fast = _listener_fast_path(tok2vec, docs, workspace)
     if fast is None:
-        fast = _hybrid_fast_path(tok2vec, docs)
+        fast = _hybrid_fast_path(tok2vec, docs, workspace)
     if fast is not None:
         return fast
     vectors = [t for t in tok2vec.predict(docs) if len(t)]
@@ -44,7 +48,7 @@ def predict_token_vectors(tok2vec: Model, docs: List[Doc]) -> Floats2d:
     return tok2vec.ops.flatten(vectors) if vectors else tok2vec.ops.alloc2f(0, width)
 
 
-def _hybrid_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
+def _hybrid_fast_path(tok2vec: Model, docs: List[Doc], workspace: Optional[Workspace] = None) -> Optional[Floats2d]:
     """``spacy-sciner.HybridTok2Vec.v1``: the transformer's side through the listener's
     fast path and one join with the CNN's vectors, instead of a join per doc."""
     if tok2vec.name != "sciner_hybrid_tok2vec":
@@ -55,7 +59,10 @@ def _hybrid_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
     cnn = predict_cnn_flat(tok2vec.get_ref("cnn"), docs)
     if cnn is None:
         cnn = tok2vec.ops.flatten(tok2vec.get_ref("cnn").predict(docs))
-    return tok2vec.ops.xp.hstack([transformer, cnn])
+    if workspace is None or not isinstance(transformer, numpy.ndarray):
+        return tok2vec.ops.xp.hstack([transformer, cnn])
+    out = workspace.empty("tokens", (len(transformer), transformer.shape[1] + cnn.shape[1]), transformer.dtype)
+    return numpy.concatenate([transformer, cnn], axis=1, out=out)
 
 
 def predict_cnn_flat(cnn: Model, docs: List[Doc]) -> Optional[Floats2d]:
@@ -105,7 +112,7 @@ def _predict_padded(layer: Model, X: Floats2d, lengths: numpy.ndarray, pad: int)
     return layer.predict(padded)[rows]
 
 
-def _listener_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
+def _listener_fast_path(tok2vec: Model, docs: List[Doc], workspace: Optional[Workspace] = None) -> Optional[Floats2d]:
     """``trfs2arrays`` over the whole batch at once, or None where it does not apply."""
     layers = getattr(tok2vec, "layers", [])
     if len(layers) != 2 or layers[0].name != "transformer-listener" or layers[1].name != "trfs2arrays":
@@ -144,8 +151,47 @@ def _listener_fast_path(tok2vec: Model, docs: List[Doc]) -> Optional[Floats2d]:
             src = ops.xp.concatenate([state.reshape(-1, width) for state in hidden], axis=0)
         starts = numpy.cumsum(n_rows) - n_rows
     offsets = numpy.repeat(starts, [len(i) for i in indices])
-    gathered = src[ops.asarray1i(numpy.concatenate(indices).astype("i") + offsets)]
-    return pooling.predict(Ragged(gathered, ops.asarray1i(all_lengths)))
+    rows = numpy.concatenate(indices).astype("i") + offsets
+    if pooling.name == "reduce_mean" and isinstance(src, numpy.ndarray):
+        out = None if workspace is None else workspace.empty("tokens", (len(all_lengths), width), src.dtype)
+        return mean_of_pieces(src, rows, all_lengths, out=out)
+    return pooling.predict(Ragged(src[ops.asarray1i(rows)], ops.asarray1i(all_lengths)))
+
+
+def mean_of_pieces(
+    src: numpy.ndarray, rows: numpy.ndarray, lengths: numpy.ndarray, *, out: Optional[numpy.ndarray] = None
+) -> numpy.ndarray:
+    """thinc's CPU ``reduce_mean`` of ``Ragged(src[rows], lengths)``, bit for bit, without
+    gathering every piece first: most tokens are one word piece, so the first piece of
+    each token is read straight into the output and only the longer tokens add the rest.
+    The arithmetic is thinc's kernel's (``mean += (1 / n) * piece``, pieces in order), in
+    one vectorised pass per piece position instead of a scalar loop per token.
+
+    src (numpy.ndarray): The hidden states, one row per word piece.
+    rows (numpy.ndarray): The rows of `src` of each token's pieces, token after token.
+    lengths (numpy.ndarray): The number of pieces of each token (0 gives a zero row).
+    out (Optional[numpy.ndarray]): Where to write the result (C-contiguous, one row per
+        token); None: a new array.
+    RETURNS (numpy.ndarray): One row per token.
+    """
+    lengths = numpy.asarray(lengths, dtype="i")
+    if out is None:
+        out = numpy.empty((len(lengths), src.shape[1]), dtype=src.dtype)
+    first = numpy.cumsum(lengths) - lengths
+    if len(rows):  # ("clip": no bounds-checked copy; the clipped rows are zeroed below)
+        numpy.take(src, rows[numpy.minimum(first, len(rows) - 1)], axis=0, out=out, mode="clip")
+    out[lengths == 0] = 0
+    multi = numpy.flatnonzero(lengths > 1)
+    if multi.size:
+        n = lengths[multi]
+        # thinc computes the scale in double and stores it as the array's type
+        scale = (1.0 / n).astype(src.dtype)[:, None]
+        acc = out[multi] * scale
+        for k in range(1, int(n.max())):
+            live = numpy.flatnonzero(n > k)
+            acc[live] += scale[live] * src.take(rows[first[multi[live]] + k], axis=0)
+        out[multi] = acc
+    return out
 
 
 def _rows_in_place(hidden: List, width: int):

@@ -27,7 +27,10 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     for batch in ("batch_8", "batch_32"):
         row = speed[batch]
         assert row["pipeline_wps"] > 0 and row["ratio"] == row["pipeline_wps"] / row["transformer_wps"]
-    assert set(speed["stages"]) == {"transformer", "token_vectors", "predict_rest", "set_annotations", "profile"}
+    stage_names = {"transformer", "token_vectors", "predict_rest", "set_annotations"}
+    assert set(speed["stages"]) == stage_names | {"profile", "minor_faults"}
+    faults = speed["stages"]["minor_faults"]  # counted by the OS on Linux (CI's machines)
+    assert set(faults) == {"transformer", "token_vectors", "predict", "set_annotations"} and all(isinstance(n, int) and n >= 0 for n in faults.values())
     profile = speed["stages"]["profile"]  # --profile: the span component's inference, 60 texts in batches of 32
     assert profile["batches"] == 2 and profile["calls"] == {}  # no CUDA runtime calls on the CPU
     top = profile["top_python_by_tottime"]
@@ -139,6 +142,16 @@ def test_gpu_check_overrides_the_encoder_sub_batches_only_where_a_config_has_the
     assert (args.max_padded_wordpieces, args.max_batch_items) == (None, None)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the counter reads getrusage's ru_minflt (Linux)")
+def test_minor_faults_count_fresh_pages():
+    import numpy
+    from gpu_check_parts import minor_faults
+
+    before = minor_faults()
+    touched = numpy.ones(32 * 2**20 // 8)  # 32 MB: a fresh mapping, every page written
+    assert touched.sum() > 0 and minor_faults() > before
+
+
 def test_markdown_report_states_the_ratio_the_stages_imply_and_the_timed_pipeline():
     from gpu_check_parts import markdown_report
 
@@ -147,6 +160,10 @@ def test_markdown_report_states_the_ratio_the_stages_imply_and_the_timed_pipelin
               "speed": {"current": {"stages": stages}}}
     text = markdown_report(report)
     assert "from the stages: 0.857" in text  # 6 / 7
+    stages["minor_faults"] = {"transformer": 1200, "token_vectors": 0, "predict": 35, "set_annotations": 0}
+    text = markdown_report(report)
+    assert "from the stages: 0.857" in text  # the fault counts are not stages
+    assert "Minor page faults per pass (median of the rounds): transformer 1,200, token_vectors 0, predict 35" in text
     assert "Config: `the given pipeline /m/calibrated`" in text
     report["args"] = {"config": "sciner_spancat_hybrid", "model": "None", "skip": "[]"}
     assert "Config: `sciner_spancat_hybrid`" in markdown_report(report)
