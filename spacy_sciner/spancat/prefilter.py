@@ -88,11 +88,9 @@ def iter_kept_span_vectors(
     n_tokens = int(doc_lengths.sum())
     remaining = numpy.repeat(numpy.cumsum(doc_lengths), doc_lengths) - numpy.arange(n_tokens)
     running = None
-    if "max" in parts and workspace is not None:
-        running = workspace.empty("running", tokens.shape, tokens.dtype)
+    if "max" in parts:  # the running max over 1 token: the tokens themselves
+        running = workspace.empty("running", tokens.shape, tokens.dtype) if workspace is not None else xp.empty_like(tokens)
         running[...] = tokens
-    elif "max" in parts:
-        running = xp.array(tokens, copy=True)
     # Only the kept spans are written to chunks: the bound (every candidate) shrinks by the dropped ones.
     chunks = SpanChunks(encoder, tokens, chunk_size, int(numpy.minimum(remaining, max_width).sum()), workspace)
     n_enumerated = 0
