@@ -16,7 +16,8 @@ Steps, each timed, each failure recorded without stopping the others:
 2. ``sciner calibrate`` on dev; ``spacy evaluate`` on test;
 3. ``nlp.pipe`` words/s of the calibrated pipeline against the bare transformer (the
    same pipeline with only ``transformer`` enabled) at two batch sizes, interleaved
-   rounds, medians; a stage breakdown at the larger batch size (the same rounds); with ``--old-code`` the
+   rounds, medians; a stage breakdown at the larger batch size (the same rounds; at both with
+   ``--stages-every-batch``); with ``--old-code`` the
    same measurement with an older checkout of ``spacy_sciner`` first on ``PYTHONPATH``;
    with ``--profile`` a torch profile of the span component's inference (runtime calls:
    kernel launches, copies, synchronisations on a GPU);
@@ -111,10 +112,11 @@ def step_calibrate_evaluate(args, corpus: Path, work: Path) -> dict:
 
 
 def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int, max_batch_items: Optional[int] = None,
-               profile: bool = False) -> dict:
+               profile: bool = False, stages_every_batch: bool = False) -> dict:
     """words/s of nlp.pipe, bare transformer vs the whole pipeline, interleaved rounds;
     the transformer's sub-batches of at most `max_batch_items` padded tokens (None: the
-    pipeline's own setting)."""
+    pipeline's own setting). The stage breakdown at the largest batch size under "stages";
+    with `stages_every_batch` also at each smaller one, under "stages_batch_<size>"."""
     import spacy
 
     import spacy_sciner
@@ -147,12 +149,14 @@ def pipe_speed(model: str, texts, batch_sizes, rounds: int, gpu_id: int, max_bat
         bare, full = (words / statistics.median(times[n]) for n in variants)
         result[f"batch_{batch_size}"] = {"transformer_wps": bare, "pipeline_wps": full, "ratio": full / bare}
     result["stages"] = stage_breakdown(model, texts, max(batch_sizes), gpu_id, rounds=rounds, profile=profile)
+    for batch_size in sorted(set(batch_sizes))[:-1] if stages_every_batch else []:
+        result[f"stages_batch_{batch_size}"] = stage_breakdown(model, texts, batch_size, gpu_id, rounds=rounds)
     return result
 
 
 def step_speed(args, texts, model: Path, work: Path) -> dict:
     result = {"current": pipe_speed(str(model), texts, args.batch_sizes, args.rounds, args.gpu_id, args.max_batch_items,
-                                    profile=args.profile)}
+                                    profile=args.profile, stages_every_batch=args.stages_every_batch)}
     if args.old_code:
         paths = [str(args.old_code.resolve()), os.environ.get("PYTHONPATH", "")]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
@@ -160,6 +164,7 @@ def step_speed(args, texts, model: Path, work: Path) -> dict:
         cmd = [sys.executable, __file__, "--speed-only", str(model), "--gpu-id", str(args.gpu_id), "--out", str(out),
                "--rounds", str(args.rounds), "--batch-sizes", *map(str, args.batch_sizes), "--data", str(args.data),
                "--sentences", str(args.sentences)] + (["--max-batch-items", str(args.max_batch_items)] if args.max_batch_items else [])
+        cmd += ["--stages-every-batch"] if args.stages_every_batch else []
         run(cmd, work / "old_speed.log", env=env)
         result["old_code"] = json.loads(out.read_text())
     return result
@@ -212,6 +217,8 @@ def parse_args(argv=None):
     p.add_argument("--sentences", type=int, default=2000, help="Sentences for the inference speed")
     p.add_argument("--batch-sizes", type=int, nargs=2, default=[64, 256])
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--stages-every-batch", action="store_true",
+                   help="The stage breakdown at each --batch-sizes value (default: the largest only)")
     p.add_argument("--max-batch-items", type=int, default=None,
                    help="The transformer's max_batch_items for the nlp.pipe timing (default: 4096 on a GPU, as in "
                         "the H100/H200 rows; on the CPU the pipeline's own, the configs' 256)")
@@ -253,7 +260,8 @@ def main(argv=None) -> dict:
     if args.speed_only:
         texts = write_corpus(read_scierc, args.data, None, args.sentences)[1]
         model = settings_known_here(args.speed_only, Path(args.out).parent / "old_code_model")
-        result = pipe_speed(model, texts, args.batch_sizes, args.rounds, args.gpu_id, args.max_batch_items)
+        result = pipe_speed(model, texts, args.batch_sizes, args.rounds, args.gpu_id, args.max_batch_items,
+                            stages_every_batch=args.stages_every_batch)
         args.out.write_text(json.dumps(result, indent=2))
         return result
     args.out.mkdir(parents=True, exist_ok=True)

@@ -214,6 +214,22 @@ def _profile(nlp, optimizer, batches) -> List[Tuple]:
     return rows
 
 
+def _stage_lines(stages: dict, where: str) -> List[str]:
+    """The report's lines for one stage breakdown: seconds, page faults, implied ratio."""
+    lines = ["", f"Stages, {where} (s over all texts, median of the rounds): "
+             + ", ".join(f"{k} {v:.3f}" for k, v in stages.items() if k not in ("profile", "minor_faults"))]
+    if stages.get("minor_faults"):
+        lines.append("Minor page faults per pass (median of the rounds): "
+                     + ", ".join(f"{k} {v:,}" for k, v in stages["minor_faults"].items()))
+    if stages.get("transformer"):
+        # The ratio the stage times imply, free of the bare transformer's own
+        # round-to-round spread (the words/s ratios above divide two timings).
+        span = sum(stages.get(k, 0.0) for k in ("token_vectors", "predict_rest", "set_annotations"))
+        lines.append(f"Transformer / (transformer + span component), from the stages: "
+                     f"{stages['transformer'] / (stages['transformer'] + span):.3f}")
+    return lines
+
+
 def markdown_report(report: dict) -> str:
     """The JSON report as a short Markdown page."""
     args = report.get("args", {})
@@ -241,19 +257,11 @@ def markdown_report(report: dict) -> str:
                 lines.append(f"| {code} | {key[6:]} | {items} | {row['transformer_wps']:,.0f} | {row['pipeline_wps']:,.0f} | "
                              f"{row['ratio']:.2f} |")
         for code in ("current", "old_code"):
-            stages = report["speed"].get(code, {}).get("stages", {})
-            if stages:
-                lines += ["", f"Stages, {code} (s over all texts, largest batch, median of the rounds): "
-                          + ", ".join(f"{k} {v:.3f}" for k, v in stages.items() if k not in ("profile", "minor_faults"))]
-                if stages.get("minor_faults"):
-                    lines.append("Minor page faults per pass (median of the rounds): "
-                                 + ", ".join(f"{k} {v:,}" for k, v in stages["minor_faults"].items()))
-                if stages.get("transformer"):
-                    # The ratio the stage times imply, free of the bare transformer's own
-                    # round-to-round spread (the words/s ratios above divide two timings).
-                    span = sum(stages.get(k, 0.0) for k in ("token_vectors", "predict_rest", "set_annotations"))
-                    lines.append(f"Transformer / (transformer + span component), from the stages: "
-                                 f"{stages['transformer'] / (stages['transformer'] + span):.3f}")
+            speed = report["speed"].get(code, {})
+            for key in sorted((k for k in speed if k.startswith("stages_batch_")), key=lambda k: int(k[13:])):
+                lines += _stage_lines(speed[key], f"{code}, batch {key[13:]}")
+            stages = speed.get("stages", {})
+            lines += _stage_lines(stages, f"{code}, largest batch") if stages else []
             if stages.get("profile"):
                 calls = stages["profile"]["calls"]
                 lines.append(f"Span component, one profiled pass ({stages['profile']['batches']} batches), runtime calls: "

@@ -15,7 +15,7 @@ import gpu_check  # noqa: E402
 def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     out = tmp_path / "out"
     report = gpu_check.main(["--smoke", "--encoder", str(tiny_bert_dir), "--data", f"{shared_data}/scierc",
-                             "--out", str(out), "--work", str(tmp_path / "work"), "--profile"])
+                             "--out", str(out), "--work", str(tmp_path / "work"), "--profile", "--stages-every-batch"])
     assert report["errors"] == {}
     assert report["skipped"] == {"mixed_precision": "autocast is CUDA-only"}
     saved = json.loads((out / "gpu_check.json").read_text())
@@ -29,6 +29,8 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
         assert row["pipeline_wps"] > 0 and row["ratio"] == row["pipeline_wps"] / row["transformer_wps"]
     stage_names = {"transformer", "token_vectors", "predict_rest", "set_annotations"}
     assert set(speed["stages"]) == stage_names | {"profile", "minor_faults"}
+    assert set(speed["stages_batch_8"]) == stage_names | {"minor_faults"}  # --stages-every-batch: the smaller batch too
+    assert all(seconds > 0 for seconds in (speed["stages_batch_8"]["transformer"], speed["stages"]["transformer"]))
     faults = speed["stages"]["minor_faults"]  # counted by the OS on Linux (CI's machines)
     assert set(faults) == {"transformer", "token_vectors", "predict", "set_annotations"} and all(isinstance(n, int) and n >= 0 for n in faults.values())
     profile = speed["stages"]["profile"]  # --profile: the span component's inference, 60 texts in batches of 32
@@ -172,5 +174,10 @@ def test_markdown_report_states_the_ratio_the_stages_imply_and_the_timed_pipelin
     assert "from the stages: 0.857" in text  # the fault counts are not stages
     assert "Minor page faults per pass (median of the rounds): transformer 1,200, token_vectors 0, predict 35" in text
     assert "Config: `the given pipeline /m/calibrated`" in text
+    report["speed"]["current"]["stages_batch_64"] = {"transformer": 6.0, "token_vectors": 1.5, "predict_rest": 1.5,
+                                                     "set_annotations": 0.0}
+    text = markdown_report(report)  # the smaller batch's breakdown first, with its own ratio
+    assert text.index("Stages, current, batch 64") < text.index("Stages, current, largest batch")
+    assert "from the stages: 0.667" in text and "from the stages: 0.857" in text
     report["args"] = {"config": "sciner_spancat_hybrid", "model": "None", "skip": "[]"}
     assert "Config: `sciner_spancat_hybrid`" in markdown_report(report)
