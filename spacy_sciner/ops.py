@@ -19,8 +19,16 @@ The same ops also compute ``relu`` with numpy's vectorised ``maximum``:
 thinc's element loop took 26 ms where ``numpy.maximum`` took 1.6 ms on a 30,000 x 150
 float32 array (the span MLP's hidden layer over a batch's kept spans), on this machine.
 Same values, NaN kept as thinc keeps it; its gradient is thinc's.
+
+That BLAS runs a thread per core, and its threads keep spinning for a while after each
+call. Beside a PyTorch transformer, whose own thread pool computes the next batch right
+after, the two pools then fight for the cores: ``blas_threads`` holds numpy's BLAS to one
+thread around a block, and ``sciner_spancat`` does so for its inference when it reads a
+transformer (``benchmarks/results/blas_threads_cpu``).
 """
-from typing import Callable
+import contextlib
+import functools
+from typing import Callable, ContextManager, Optional
 
 import numpy
 from spacy.language import Language
@@ -78,3 +86,25 @@ def make_numpy_blas_callback() -> Callable[[Language], Language]:
         return nlp
 
     return numpy_blas
+
+
+@functools.lru_cache(maxsize=1)
+def _threadpool_controller():
+    from threadpoolctl import ThreadpoolController
+
+    # One scan of the process for its BLAS libraries (~3 ms; the limit itself then ~30 us),
+    # at the first call: numpy's own BLAS, loaded with numpy, is among them.
+    return ThreadpoolController()
+
+
+def blas_threads(limit: Optional[int]) -> ContextManager:
+    """Hold numpy's BLAS to ``limit`` threads inside a ``with`` block, and restore it after:
+    numpy's and every other BLAS library loaded at the first call (one loaded later is left
+    alone). The setting is per process: other threads' BLAS calls during the block get it too.
+
+    limit (Optional[int]): Threads; None leaves the BLAS as it is.
+    RETURNS (ContextManager): The block's context.
+    """
+    if limit is None:
+        return contextlib.nullcontext()
+    return _threadpool_controller().limit(limits=limit, user_api="blas")

@@ -7,7 +7,7 @@ import spacy
 from spacy.util import load_config, load_model_from_config, registry
 from thinc.api import Linear, Maxout, NumpyOps, chain
 
-from spacy_sciner.ops import use_numpy_blas
+from spacy_sciner.ops import blas_threads, use_numpy_blas
 
 sys.path.insert(0, str(Path(__file__).parent / "tok2vec"))
 sys.path.insert(0, str(Path(__file__).parent / "spancat"))
@@ -116,3 +116,18 @@ def test_sciner_spancat_gets_the_numpy_relu():
     nlp = spacy.blank("en")
     spancat = nlp.add_pipe("sciner_spancat")
     assert any(isinstance(node.ops, NumpyBlasOps) for node in spancat.model.walk())
+
+
+def test_blas_threads_holds_numpy_blas_inside_the_block_and_restores_it():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def threads():
+        return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+    with threadpool_limits(3, user_api="blas"):
+        with blas_threads(1):
+            assert threads() == {1}
+            numpy.ones((64, 64), dtype="f") @ numpy.ones((64, 64), dtype="f")
+        assert threads() == {3}
+        with blas_threads(None):  # left as it is
+            assert threads() == {3}

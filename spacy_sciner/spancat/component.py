@@ -41,10 +41,10 @@ from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, SpanGroup
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.vocab import Vocab
-from thinc.api import Model, Optimizer, set_dropout_rate
+from thinc.api import Model, NumpyOps, Optimizer, set_dropout_rate
 from thinc.types import Floats2d, Ragged
 
-from ..ops import use_numpy_blas
+from ..ops import blas_threads, use_numpy_blas
 from ..scoring import DEFAULT_SPANS_KEY, score_spans_and_ents
 from .candidates import Suggester, doc_candidates
 from .decode import greedy_decode, make_spans
@@ -132,6 +132,9 @@ class SciNERSpanCategorizer(TrainablePipe):
         self.suggester = suggester
         # Large CPU temporaries kept from batch to batch (workspace.py: no page faults per batch).
         self._workspace = Workspace()
+        # Beside a transformer, numpy's BLAS threads (still spinning after a product) would
+        # take the cores from its next forward pass: inference holds them to one (ops.py).
+        self._blas_limit = 1 if any(node.name == "transformer-listener" for node in model.walk()) else None
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "spans_key": spans_key,
@@ -220,14 +223,15 @@ class SciNERSpanCategorizer(TrainablePipe):
 
     def _launch(self, docs: List[Doc]) -> LaunchedSpans:
         prune = bool(self.cfg["use_filter"]) and self.cfg["filter_threshold"] is not None
-        return launch_spans(
-            self.model, docs, n_labels=len(self.labels),
-            max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
-            threshold=self.cfg["threshold"], filter_threshold=self.cfg["filter_threshold"] if prune else None,
-            suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
-            ents_threshold=self.cfg.get("ents_threshold") if self.cfg["write_ents"] else None,
-            workspace=self._workspace,
-        )
+        with blas_threads(self._blas_limit if isinstance(self.model.ops, NumpyOps) else None):
+            return launch_spans(
+                self.model, docs, n_labels=len(self.labels),
+                max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
+                threshold=self.cfg["threshold"], filter_threshold=self.cfg["filter_threshold"] if prune else None,
+                suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
+                ents_threshold=self.cfg.get("ents_threshold") if self.cfg["write_ents"] else None,
+                workspace=self._workspace,
+            )
 
     def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
         """Score every candidate span of ``docs``; see ``inference.score_all_spans``.

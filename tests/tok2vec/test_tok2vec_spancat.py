@@ -76,6 +76,41 @@ def test_empty_docs(fixture, request):
     assert sorted(predicted_spans(docs[2])) == sorted(TRAIN_DATA[2][1])
 
 
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+
+@pytest.mark.parametrize("fixture,during", [("trained_hybrid_nlp", 1), ("trained_cnn_nlp", 3)])
+def test_inference_holds_numpy_blas_to_one_thread_beside_a_transformer(fixture, during, request, monkeypatch):
+    """numpy's BLAS threads, still spinning after a product, would take the cores from the
+    transformer's next batch: beside one the component infers with one BLAS thread, and
+    gives the process its setting back; without a transformer it leaves the BLAS alone."""
+    from threadpoolctl import threadpool_limits
+
+    from spacy_sciner import ops
+    from spacy_sciner.spancat import component
+
+    nlp = request.getfixturevalue(fixture)
+    # The libraries are found at the first use; an earlier test may have used it before
+    # scipy's own BLAS was loaded (the component multiplies with numpy's, loaded first).
+    ops._threadpool_controller.cache_clear()
+    launch, seen = component.launch_spans, []
+
+    def spy(*args, **kwargs):
+        seen.append(_blas_threads())
+        return launch(*args, **kwargs)
+
+    monkeypatch.setattr(component, "launch_spans", spy)
+    texts = [text for text, _ in TRAIN_DATA]
+    with threadpool_limits(3, user_api="blas"):  # the process's own setting (3: > 1 on any machine)
+        docs = list(nlp.pipe(texts, batch_size=2))
+        assert _blas_threads() == {3}
+    assert len(seen) == 2 and all(threads == {during} for threads in seen)
+    assert sorted(predicted_spans(docs[2])) == sorted(TRAIN_DATA[2][1])
+
+
 @pytest.mark.parametrize("hybrid", [False, True])
 def test_update_with_empty_docs(hybrid, tiny_bert_dir):
     nlp = make_hybrid_nlp(tiny_bert_dir) if hybrid else make_cnn_nlp()
