@@ -79,6 +79,25 @@ def timed_pipe(nlp, texts: List[str], batch_size: int) -> tuple:
     return seconds, out, sum(len(d) for d in docs)
 
 
+def interleaved_pipe(nlp, texts: List[str], rounds: int, batch_size: int, variants: list, apply) -> tuple:
+    """Seconds per ``nlp.pipe`` pass of each variant, in interleaved rounds after an
+    untimed warm-up round. ``variants``: (name, setting, components to enable or None for
+    all); ``apply(nlp, setting)`` sets a variant up. RETURNS (seconds by variant, the
+    outputs of the whole-pipeline variants, words per pass)."""
+    seconds: Dict[str, list] = {name: [] for name, _, _ in variants}
+    outputs, words = {}, 0
+    for r in range(rounds + 1):  # round 0 warms up, untimed
+        for name, setting, enable in variants if r % 2 else variants[::-1]:
+            apply(nlp, setting)
+            with nlp.select_pipes(enable=enable or nlp.pipe_names):
+                took, out, words = timed_pipe(nlp, texts, batch_size)
+            if r:
+                seconds[name].append(took)
+            if enable is None:
+                outputs[name] = out
+    return seconds, outputs, words
+
+
 def time_pipeline(model: Path, texts: List[str], rounds: int, batch_size: int) -> dict:
     """words/s of the pipeline with blis and with numpy, and of its first component alone."""
     import spacy
@@ -86,17 +105,7 @@ def time_pipeline(model: Path, texts: List[str], rounds: int, batch_size: int) -
     nlp = spacy.load(model)
     first = nlp.pipe_names[0]
     variants = [("blis", True, None), ("numpy", False, None), (f"{first} alone", False, [first])]
-    seconds: Dict[str, list] = {name: [] for name, _, _ in variants}
-    outputs, words = {}, 0
-    for r in range(rounds + 1):  # round 0 warms up, untimed
-        for name, blis, enable in variants if r % 2 else variants[::-1]:
-            set_ops(nlp, blis)
-            with nlp.select_pipes(enable=enable or nlp.pipe_names):
-                took, out, words = timed_pipe(nlp, texts, batch_size)
-            if r:
-                seconds[name].append(took)
-            if enable is None:
-                outputs[name] = out
+    seconds, outputs, words = interleaved_pipe(nlp, texts, rounds, batch_size, variants, set_ops)
     wps = {name: words / statistics.median(s) for name, s in seconds.items()}
     return {"model": str(model), "pipeline": nlp.pipe_names, "texts": len(texts), "words": words,
             "batch_size": batch_size, "rounds": rounds, "seconds": seconds, "words_per_s": wps,
@@ -105,17 +114,13 @@ def time_pipeline(model: Path, texts: List[str], rounds: int, batch_size: int) -
             "ratio_to_first": {v: wps[v] / wps[f"{first} alone"] for v in ("blis", "numpy")}}
 
 
-def time_updates(model: Path, train: Path, updates: int, rounds: int, batch_words: int) -> dict:
-    """Seconds per ``nlp.update`` with blis and with numpy on the same batches (the first
-    ``updates`` batches of about ``batch_words`` words), interleaved rounds after a warm-up."""
-    import spacy
+def training_batches(nlp, train: Path, updates: int, batch_words: int) -> list:
+    """The first ``updates`` batches of about ``batch_words`` words of a training DocBin."""
     from spacy.tokens import DocBin
     from spacy.training import Example
 
-    nlp = spacy.load(model)
-    docs = list(DocBin().from_disk(train).get_docs(nlp.vocab))
     batches, batch, words = [], [], 0
-    for doc in docs:
+    for doc in DocBin().from_disk(train).get_docs(nlp.vocab):
         batch.append(Example(nlp.make_doc(doc.text), doc))
         words += len(doc)
         if words >= batch_words:
@@ -126,7 +131,17 @@ def time_updates(model: Path, train: Path, updates: int, rounds: int, batch_word
     if batch and len(batches) < updates:
         batches.append(batch)
     if not batches:
-        raise SystemExit(f"blas_ops: no training docs in {train}")
+        raise SystemExit(f"no training docs in {train}")
+    return batches
+
+
+def time_updates(model: Path, train: Path, updates: int, rounds: int, batch_words: int) -> dict:
+    """Seconds per ``nlp.update`` with blis and with numpy on the same batches (the first
+    ``updates`` batches of about ``batch_words`` words), interleaved rounds after a warm-up."""
+    import spacy
+
+    nlp = spacy.load(model)
+    batches = training_batches(nlp, train, updates, batch_words)
     optimizer = nlp.resume_training()
     seconds: Dict[str, list] = {"blis": [], "numpy": []}
     for r in range(rounds + 1):  # round 0 warms up, untimed
@@ -240,11 +255,17 @@ def main(argv=None) -> dict:
     if args.train_data is not None:
         report["updates"] = [time_updates(m, args.train_data, args.updates, args.rounds, args.batch_words)
                              for m in args.model]
+    return write_report(report, args.out, "blas_ops", markdown)
+
+
+def write_report(report: dict, out: Path, stem: str, to_markdown) -> dict:
+    """OUT/STEM.json and OUT/STEM.md (also printed), with the load at the end of the run."""
     report["machine"]["load_avg_1min_end"] = os.getloadavg()[0]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "blas_ops.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf8")
-    (args.out / "blas_ops.md").write_text(markdown(report), encoding="utf8")
-    print(markdown(report))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf8")
+    text = to_markdown(report)
+    (out / f"{stem}.md").write_text(text, encoding="utf8")
+    print(text)
     return report
 
 

@@ -33,7 +33,7 @@ The output biases start at the log class prior of the sampled training distribut
 (``initialize``): with ~94% "no entity" among sampled spans, a uniform start spends the
 first updates learning that prior instead of the entities.
 """
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy
 from spacy.language import Language
@@ -133,7 +133,8 @@ class SciNERSpanCategorizer(TrainablePipe):
         # Large CPU temporaries kept from batch to batch (workspace.py: no page faults per batch).
         self._workspace = Workspace()
         # Beside a transformer, numpy's BLAS threads (still spinning after a product) would
-        # take the cores from its next forward pass: inference holds them to one (ops.py).
+        # take the cores from its next forward or backward pass: inference and updates hold
+        # them to one (ops.py; see _blas).
         self._blas_limit = 1 if any(node.name == "transformer-listener" for node in model.walk()) else None
         self.cfg: Dict[str, Any] = {
             "labels": [],
@@ -223,7 +224,7 @@ class SciNERSpanCategorizer(TrainablePipe):
 
     def _launch(self, docs: List[Doc]) -> LaunchedSpans:
         prune = bool(self.cfg["use_filter"]) and self.cfg["filter_threshold"] is not None
-        with blas_threads(self._blas_limit if isinstance(self.model.ops, NumpyOps) else None):
+        with self._blas():
             return launch_spans(
                 self.model, docs, n_labels=len(self.labels),
                 max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
@@ -233,6 +234,11 @@ class SciNERSpanCategorizer(TrainablePipe):
                 workspace=self._workspace,
             )
 
+    def _blas(self) -> ContextManager:
+        """numpy's BLAS held to one thread on the CPU when the model reads a transformer;
+        otherwise (a GPU, a CNN-only pipeline) left as it is."""
+        return blas_threads(self._blas_limit if isinstance(self.model.ops, NumpyOps) else None)
+
     def score_candidates(self, docs: List[Doc], prune: bool) -> CandidateScores:
         """Score every candidate span of ``docs``; see ``inference.score_all_spans``.
 
@@ -240,12 +246,13 @@ class SciNERSpanCategorizer(TrainablePipe):
         prune (bool): Apply the filter threshold before the MLP.
         RETURNS (CandidateScores): All candidates and the kept ones' probabilities.
         """
-        return score_all_spans(
-            self.model, docs, n_classes=len(self.labels) + 1,
-            max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
-            filter_threshold=self.cfg["filter_threshold"] if prune else None,
-            suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
-        )
+        with self._blas():
+            return score_all_spans(
+                self.model, docs, n_classes=len(self.labels) + 1,
+                max_span_length=int(self.cfg["max_span_length"]), chunk_size=int(self.cfg["chunk_size"]),
+                filter_threshold=self.cfg["filter_threshold"] if prune else None,
+                suggester=self.suggester, allow_punct_edges=bool(self.cfg.get("allow_punct_edges", False)),
+            )
 
     def set_annotations(self, docs: Iterable[Doc], predictions: SpanPredictions) -> None:
         """Write ``doc.spans[spans_key]`` (with scores) and, optionally, ``doc.ents``.
@@ -307,11 +314,12 @@ class SciNERSpanCategorizer(TrainablePipe):
             return losses
         docs = [eg.predicted for eg in examples]
         set_dropout_rate(self.model, drop)
-        scores, backprop = self.model.begin_update((docs, spans))
-        loss, d_scores = self.get_loss(examples, (spans, scores))
-        backprop(d_scores)
-        if sgd is not None:
-            self.finish_update(sgd)
+        with self._blas():
+            scores, backprop = self.model.begin_update((docs, spans))
+            loss, d_scores = self.get_loss(examples, (spans, scores))
+            backprop(d_scores)
+            if sgd is not None:
+                self.finish_update(sgd)
         losses[self.name] += loss
         return losses
 

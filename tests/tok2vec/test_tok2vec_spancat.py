@@ -85,8 +85,9 @@ def _blas_threads():
 @pytest.mark.parametrize("fixture,during", [("trained_hybrid_nlp", 1), ("trained_cnn_nlp", 3)])
 def test_inference_holds_numpy_blas_to_one_thread_beside_a_transformer(fixture, during, request, monkeypatch):
     """numpy's BLAS threads, still spinning after a product, would take the cores from the
-    transformer's next batch: beside one the component infers with one BLAS thread, and
-    gives the process its setting back; without a transformer it leaves the BLAS alone."""
+    transformer's next pass: beside one the component infers and updates with one BLAS
+    thread, and gives the process its setting back; without a transformer it leaves the
+    BLAS alone."""
     from threadpoolctl import threadpool_limits
 
     from spacy_sciner import ops
@@ -109,6 +110,31 @@ def test_inference_holds_numpy_blas_to_one_thread_beside_a_transformer(fixture, 
         assert _blas_threads() == {3}
     assert len(seen) == 2 and all(threads == {during} for threads in seen)
     assert sorted(predicted_spans(docs[2])) == sorted(TRAIN_DATA[2][1])
+
+
+@pytest.mark.parametrize("hybrid,during", [(True, 1), (False, 3)])
+def test_updates_hold_numpy_blas_to_one_thread_beside_a_transformer(hybrid, during, tiny_bert_dir, monkeypatch):
+    """The same for updates: the transformer's backward pass follows the component's."""
+    from threadpoolctl import threadpool_limits
+
+    from spacy_sciner import ops
+
+    nlp = make_hybrid_nlp(tiny_bert_dir) if hybrid else make_cnn_nlp()  # fresh: updates change weights
+    examples = make_examples(nlp)
+    nlp.initialize(lambda: examples)
+    ops._threadpool_controller.cache_clear()
+    spancat, seen = nlp.get_pipe("sciner_spancat"), []
+    get_loss = spancat.get_loss
+
+    def spy(*args, **kwargs):  # called between the component's forward and backward passes
+        seen.append(_blas_threads())
+        return get_loss(*args, **kwargs)
+
+    monkeypatch.setattr(spancat, "get_loss", spy)
+    with threadpool_limits(3, user_api="blas"):
+        losses = nlp.update(examples[:2])
+        assert _blas_threads() == {3}
+    assert seen == [{during}] and losses["sciner_spancat"] > 0
 
 
 @pytest.mark.parametrize("hybrid", [False, True])
