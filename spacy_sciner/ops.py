@@ -23,8 +23,9 @@ Same values, NaN kept as thinc keeps it; its gradient is thinc's.
 That BLAS runs a thread per core, and its threads keep spinning for a while after each
 call. Beside a PyTorch transformer, whose own thread pool computes the next batch right
 after, the two pools then fight for the cores: ``blas_threads`` holds numpy's BLAS to one
-thread around a block, and ``sciner_spancat`` does so for its inference when it reads a
-transformer (``benchmarks/results/blas_threads_cpu``).
+thread around a block, and ``sciner_spancat`` does so for its inference and updates when
+it reads a transformer (``benchmarks/blas_threads.py``; ``benchmarks/results/blas_threads_plain``
+and ``blas_threads_hybrid``).
 """
 import contextlib
 import functools
