@@ -2,7 +2,8 @@
 
 For each data set (ncbi_disease, bc5cdr, bionlp13cg, scierc; converted like
 scripts/convert_dataset.py), training size (10, 50, 100, 500 sentences, all) and system (a
-named recipe, fewshot_parts.RECIPES), `spacy train` runs once per fine-tuning seed on the SAME
+named recipe, fewshot_parts.RECIPES), `spacy sciner train` (spaCy's training loop with a
+checkpoint at each evaluation) runs once per fine-tuning seed on the SAME
 sample of training sentences (drawn once with --sample-seed, indices written to the work
 folder and reused by every system, seed and later call). Every system gets the same number
 of updates for a training size (--steps); transformer systems also the same batcher and
@@ -24,7 +25,9 @@ must be pretrained per sample (path with {size}); the script builds each sample'
 (the sample's own entities + candidates mined from CS aux text with the sample only) under
 WORK/scierc/weak_inputs/size{N}/ with the pretraining commands (fewshot_parts.build_weak_inputs).
 
-Resumable: a finished run leaves done.json and is skipped; benchmarks/results/fewshot.{json,
+Resumable: a finished run leaves done.json and is skipped; a run cut off during training
+continues from its last evaluation (`--resume`: the same weights at the end as without the
+cut, on the CPU; `resumed` and `train_seconds` of the last call only are recorded); benchmarks/results/fewshot.{json,
 md,png} are rewritten after every run; --max-minutes: no new run starts after the budget
 (rerun to continue). Each run records its encoder and, for a local one, a fingerprint of its
 weights (`encoder_sha`), so that a result stays tied to the weights after a folder is regenerated.
@@ -129,11 +132,13 @@ def parse_args(argv=None):
 
 
 def train_run(ds: str, size: str, recipe, seed: int, encoder, sample: dict, evalc: Path, run: Path, args) -> dict:
-    """One `spacy train` (+ calibrate) + test evaluation; writes done.json."""
+    """One `spacy sciner train` (+ calibrate) + test evaluation; writes done.json."""
     steps = args.steps_for[size]
     ef = max(1, steps // args.evals)
     steps = -(-steps // ef) * ef  # a multiple of the evaluation frequency: the last update is evaluated
-    cmd = [sys.executable, "-m", "spacy", "train", str(ROOT / recipe.config), "--output", str(run),
+    # `sciner train --resume`: spaCy's loop (the same updates), and a run cut off by the end of a
+    # session continues from its last evaluation when the grid is run again.
+    cmd = [sys.executable, "-m", "spacy_sciner", "train", str(ROOT / recipe.config), "--output", str(run), "--resume",
            "--paths.train", str(sample["path"]), "--paths.dev", str(evalc / "dev.spacy"),
            "--system.seed", str(seed), "--training.max_epochs", "0", "--training.max_steps", str(steps),
            "--training.eval_frequency", str(ef), "--training.patience", "0",
@@ -152,11 +157,15 @@ def train_run(ds: str, size: str, recipe, seed: int, encoder, sample: dict, eval
     run.mkdir(parents=True, exist_ok=True)
     env = convergence.train_env(args)
     start = time.time()
-    with open(run / "train.log", "w") as log:
+    with open(run / "train.log", "a") as log:
+        before = log.tell()
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env).returncode
     if rc:
-        raise RuntimeError(f"spacy train failed (rc {rc}), see {run / 'train.log'}")
-    info = {"train_seconds": round(time.time() - start, 1), "steps": steps, "eval_frequency": ef,
+        raise RuntimeError(f"sciner train failed (rc {rc}), see {run / 'train.log'}")
+    with open(run / "train.log", encoding="utf8", errors="replace") as log:
+        log.seek(before)
+        resumed = "Resuming after update" in log.read()  # this call continued a cut-off run
+    info = {"train_seconds": round(time.time() - start, 1), "resumed": resumed, "steps": steps, "eval_frequency": ef,
             "encoder": encoder or None, "encoder_sha": parts.encoder_fingerprint(encoder) if encoder else None}
     manifest = Path(str(encoder)).parent / "weak_inputs.json" if recipe.weak and encoder else None
     if manifest and manifest.exists():  # a per-sample weak corpus: the type rule it was pretrained with

@@ -1,11 +1,13 @@
-"""`spacy train` (or `spacy pretrain`) with the project's settings, each passed only where the config has it.
+"""`spacy sciner train` (or `spacy pretrain`) with the project's settings, each passed only where the config has it.
 
     python scripts/train.py CONFIG OUTPUT --train T --dev D [--encoder E] [--vectors DIR]
         [--init-tok2vec FILE] [--seed S] [--max-epochs N] [--min-steps N] [--max-steps N] [--eval-frequency F]
-        [--warmup-steps W] [--gpu-id G] [--small-train-words N] [-- extra spacy train overrides]
+        [--warmup-steps W] [--gpu-id G] [--small-train-words N] [--no-resume] [-- extra spacy train overrides]
     python scripts/train.py CONFIG OUTPUT --pretrain RAW_TEXT [--vectors DIR] [--max-epochs N]
 
-project.yml's `train` step runs it so that one command trains every config of `configs/`:
+project.yml's `train` step runs it so that one command trains every config of `configs/`
+with `spacy sciner train` (spaCy's training loop and outputs, plus a checkpoint at each
+evaluation: a killed step, run again, continues where it stopped; `--no-resume` starts over):
 the encoder goes to `components.transformer.model.name` and the warm-up to the learning-rate
 schedule only if the config has them (the CNN config has neither); `--vectors` (a folder from
 `sciner train-vectors`) switches on the tok2vec's static vectors and `--init-tok2vec` loads
@@ -213,6 +215,8 @@ def main(argv) -> int:
     p.add_argument("--eval-frequency", type=int, default=200)
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--gpu-id", type=int, default=-1)
+    p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True,
+                   help="continue an unfinished run in OUTPUT from its last checkpoint (default; --no-resume starts over)")
     p.add_argument("--small-train-words", type=int, default=25000,
                    help="CONFIG configs/auto.cfg: the transformer-only config below this many training words")
     args = p.parse_args(argv)
@@ -229,8 +233,10 @@ def main(argv) -> int:
         cmd = [sys.executable, "-m", "spacy", "pretrain", args.config, args.output,
                *pretrain_overrides(config, args), "--gpu-id", str(args.gpu_id), *extra]
     else:
-        cmd = [sys.executable, "-m", "spacy", "train", args.config, "--output", args.output,
-               *overrides_for(config, args), "--gpu-id", str(args.gpu_id), *extra]
+        # `spacy sciner train`: spaCy's loop with a checkpoint at each evaluation; --resume
+        # continues a killed run (rerun the step) and trains afresh otherwise.
+        cmd = [sys.executable, "-m", "spacy_sciner", "train", args.config, "--output", args.output,
+               *overrides_for(config, args), "--gpu-id", str(args.gpu_id), *(["--resume"] if args.resume else []), *extra]
     print("$ " + " ".join(cmd[1:]), flush=True)
     return subprocess.call(cmd)
 

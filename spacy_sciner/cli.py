@@ -46,6 +46,7 @@ COMMAND_MODULES = (
     "spacy_sciner.weak.export",
     "spacy_sciner.weak.config",
     "spacy_sciner.tok2vec.cli",
+    "spacy_sciner.training.cli",
 )
 for _module in COMMAND_MODULES:
     try:

@@ -11,7 +11,8 @@ dev score against updates and wall time::
 unlike spaCy's rounded ``info["seconds"]``); ``scores`` are the evaluation's
 ``other_scores`` flattened (nested per-type scores with dotted keys); ``losses`` are
 summed since the previous evaluation, as spaCy reports them. The file is emptied when
-training starts. Its folder is created and its writability checked when the config is
+training starts, except where ``sciner train --resume`` continues a run: then lines are
+appended and ``seconds`` go on from the checkpoint's. Its folder is created and its writability checked when the config is
 resolved, before any initialization or training.
 """
 import json
@@ -44,9 +45,14 @@ def jsonl_logger(
     path = check_writable(path) if path is not None else None
 
     def setup_printer(nlp, stdout: IO = sys.stdout, stderr: IO = sys.stderr) -> Tuple[Callable, Callable]:
+        from . import loop  # a run resumed by `sciner train` goes on with its curve and clock
+
         log_console, finalize_console = console(nlp, stdout, stderr)
-        start = time.perf_counter()
-        stream = path.open("w", encoding="utf8") if path is not None else None
+        resumed = loop.RESUMED
+        start = time.perf_counter() - (resumed["seconds"] if resumed else 0.0)
+        if path is not None and resumed:
+            keep_until(path, resumed["step"])
+        stream = path.open("a" if resumed else "w", encoding="utf8") if path is not None else None
 
         def log_step(info: Optional[Dict[str, Any]]) -> None:
             seconds = time.perf_counter() - start
@@ -65,6 +71,15 @@ def jsonl_logger(
         return log_step, finalize
 
     return setup_printer
+
+
+def keep_until(path: Path, step: int) -> None:
+    """Drop the lines after ``step`` (evaluations a killed run logged after its checkpoint)."""
+    if not path.is_file():
+        return
+    lines = [line for line in path.read_text(encoding="utf8").splitlines()
+             if line.strip() and json.loads(line)["step"] <= step]
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf8")
 
 
 def check_writable(path: Union[str, Path]) -> Path:

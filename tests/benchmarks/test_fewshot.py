@@ -157,6 +157,9 @@ def test_smoke_outputs(smoke, capsys):
         # ... and the weights' fingerprint is recorded with it (None for spaCy's ner: no encoder).
         assert hybrid["encoder_sha"] == minilm["encoder_sha"] == parts.encoder_fingerprint(argv[2]) is not None
         assert results["runs"][f"scierc/{size}/spacy_ner_cnn/seed0"]["encoder_sha"] is None
+    assert all(r["resumed"] is False for r in results["runs"].values())  # nothing was cut off
+    run_dir = work / "work" / "scierc" / "size10" / "hybrid" / "seed0"
+    assert (run_dir / "checkpoint" / "state.pkl").is_file() and (run_dir / "model-best").is_dir()  # sciner train's
     config = (work / "work" / "scierc" / "size10" / "hybrid" / "seed0" / "model-best" / "config.cfg").read_text()
     assert "spacy-sciner.HybridTok2Vec.v1" in config
     for size in ("10", "20"):
