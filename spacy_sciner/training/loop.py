@@ -85,6 +85,13 @@ def epoch_batches(examples: Optional[List], corpus, nlp, batcher, max_epochs: in
         epoch += 1
 
 
+def finished(step: int, results: List[Tuple[float, int]], T: Dict[str, Any]) -> bool:
+    """spaCy's stopping rules after update ``step``: no dev improvement in ``patience``
+    updates (the earliest best step counts), or ``max_steps`` reached."""
+    best_step = -max((r_score, -r_step) for r_score, r_step in results)[1] if results else step
+    return bool((T["patience"] and step - best_step >= T["patience"]) or (T["max_steps"] and step >= T["max_steps"]))
+
+
 def train(nlp, output_path: Path, *, run_id: Dict[str, Any], use_gpu: int = -1, resume_from: Optional[Dict] = None,
           stdout: IO = sys.stdout, stderr: IO = sys.stderr) -> Path:
     """Train ``nlp`` (initialized, or loaded from a checkpoint's model) as ``spacy train`` does.
@@ -153,6 +160,9 @@ def train(nlp, output_path: Path, *, run_id: Dict[str, Any], use_gpu: int = -1, 
         finally:
             RESUMED = None
     start = timer()
+    # A run killed after its last evaluation but before it was marked finished has no update left.
+    if resume_from and finished(step, results, T):
+        batches = iter(())
     try:
         for epoch, index, order, batch in batches:
             step += 1
@@ -191,11 +201,7 @@ def train(nlp, output_path: Path, *, run_id: Dict[str, Any], use_gpu: int = -1, 
                     "position": {"orders": orders, "batches": index + 1},
                     "optimizer": checkpoint.optimizer_state(optimizer, keys),
                     "random": checkpoint.random_state(nlp)}, nlp)
-            # Stop without improvement in `patience` updates (the earliest best step counts).
-            best_step = -max((r_score, -r_step) for r_score, r_step in results)[1]
-            if T["patience"] and (step - best_step) >= T["patience"]:
-                break
-            if T["max_steps"] and step >= T["max_steps"]:
+            if finished(step, results, T):
                 break
     except Exception as e:
         stdout.write(msg.warn(f"Aborting and saving the final best model. Encountered exception: {e!r}") + "\n")

@@ -218,3 +218,25 @@ def test_jsonl_log_of_a_resumed_run_drops_lines_after_the_checkpoint(tmp_path):
     assert [json.loads(line)["step"] for line in log.read_text().splitlines()] == [0, 4, 8]
     keep_until(tmp_path / "missing.jsonl", 8)  # nothing logged yet: nothing to do
     assert not (tmp_path / "missing.jsonl").exists()
+
+
+def test_resume_after_the_last_evaluation_makes_no_extra_update(corpus, tmp_path, monkeypatch):
+    """Killed after the last checkpoint, before the run was marked finished: a resume only
+    marks it finished (no update past max_steps, model-last as the uninterrupted run's)."""
+    over = overrides(corpus, "sciner_spancat_cnn", None, steps=8)
+    assert train("sciner_spancat_cnn", tmp_path / "full", over) == 0
+    write = checkpoint.write
+
+    def killed_at_the_end(output, state, nlp=None):
+        if state["finished"]:
+            raise KeyboardInterrupt
+        write(output, state, nlp)
+
+    monkeypatch.setattr(checkpoint, "write", killed_at_the_end)
+    with pytest.raises(KeyboardInterrupt):
+        train("sciner_spancat_cnn", tmp_path / "cut", over)
+    monkeypatch.setattr(checkpoint, "write", write)
+    assert checkpoint.read(tmp_path / "cut")[1]["step"] == 8
+    assert train("sciner_spancat_cnn", tmp_path / "cut", over, resume=True) == 0
+    assert checkpoint.read(tmp_path / "cut")[1]["finished"]
+    assert_same_weights(tmp_path / "full" / "model-last", tmp_path / "cut" / "model-last")
