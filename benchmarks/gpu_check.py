@@ -25,7 +25,9 @@ Steps, each timed, each failure recorded without stopping the others:
    ``mlm_cand+ecb`` (SciERC's gold entities as the candidates);
 5. seconds per ``nlp.update`` with ``mixed_precision`` false vs true, for each encoder,
    and a torch profile of both (GPU only: autocast is CUDA-only in thinc);
-6. peak GPU memory of the in-process steps.
+6. peak GPU memory of the in-process steps;
+7. ``resume``: ``sciner train`` cut off half-way and resumed, against an uninterrupted run
+   (benchmarks/gpu_check_resume.py): the largest weight difference at the end.
 
 Writes ``gpu_check.json`` and ``gpu_check.md`` to ``--out``. Random-weight encoders give
 meaningless accuracy but real speed; say which card and which encoder gave each number.
@@ -46,6 +48,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_check_parts import (  # noqa: E402
     markdown_report, pft_corpus, stage_breakdown, sync, train_speed, write_corpus,
 )
+from gpu_check_resume import step_resume  # noqa: E402
 
 
 def run(cmd, log: Path, env=None) -> float:
@@ -231,7 +234,7 @@ def parse_args(argv=None):
     p.add_argument("--profile", action="store_true",
                    help="torch profiles: the span component's inference; on a GPU also the mixed-precision updates")
     p.add_argument("--old-code", type=Path, default=None, help="A folder holding an older spacy_sciner package")
-    p.add_argument("--skip", nargs="*", default=[], help="Steps to skip: train calibrate_evaluate speed pft mixed_precision")
+    p.add_argument("--skip", nargs="*", default=[], help="Steps to skip: train resume calibrate_evaluate speed pft mixed_precision")
     p.add_argument("--speed-only", default=None, help="Only measure nlp.pipe speed of this pipeline (JSON to --out)")
     p.add_argument("--model", type=Path, default=None,
                    help="Time this trained pipeline instead of the one the check trains (with --skip train ...)")
@@ -271,6 +274,7 @@ def main(argv=None) -> dict:
     report = {"label": args.label, "machine": machine(args.gpu_id), "args": {k: str(v) for k, v in vars(args).items()}, "errors": {}}
     steps = [
         ("train", lambda: step_train(args, corpus, work)),
+        ("resume", lambda: step_resume(args, corpus, work, config_path(args.config))),
         ("calibrate_evaluate", lambda: step_calibrate_evaluate(args, corpus, work)),
         ("speed", lambda: step_speed(args, texts, args.model or work / "calibrated", work)),
         ("pft", lambda: step_pft(args, sentences, work)),

@@ -243,6 +243,11 @@ def markdown_report(report: dict) -> str:
         t = report["train"]
         lines.append(f"- train: {t['updates']} updates in {t['seconds']:.0f} s (incl. start-up), "
                      f"{t['updates_per_s']:.1f} updates/s between the two evaluations")
+    if "resume" in report:
+        r = report["resume"]
+        lines.append(f"- resume: `sciner train` stopped before update {r['crashed_before']} of {r['updates']}, resumed "
+                     f"after update {r['resumed_after']}: largest weight difference from an uninterrupted run "
+                     f"{r['max_abs_diff']:.3g}{' (identical)' if r['identical'] else ''}")
     if "calibrate_evaluate" in report:
         c = report["calibrate_evaluate"]
         lines.append(f"- calibrate {c['calibrate_seconds']:.0f} s, evaluate {c['evaluate_seconds']:.0f} s; "

@@ -20,6 +20,9 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
     assert report["skipped"] == {"mixed_precision": "autocast is CUDA-only"}
     saved = json.loads((out / "gpu_check.json").read_text())
     assert saved["train"]["updates"] == 6 and saved["train"]["updates_per_s"] > 0
+    resume = saved["resume"]  # cut off before update 4 of 6, resumed after the checkpoint at 3: exact on the CPU
+    assert (resume["crashed_before"], resume["resumed_after"]) == (4, 3)
+    assert resume["identical"] and resume["max_abs_diff"] == 0.0
     evaluation = saved["calibrate_evaluate"]
     assert 0.0 <= evaluation["spans_sc_f"] <= 1.0 and evaluation["speed"] > 0
     speed = saved["speed"]["current"]
@@ -44,6 +47,7 @@ def test_gpu_check_smoke_on_cpu(tiny_bert_dir, shared_data, tmp_path):
         assert pft["steps"] == 12 and pft["tokens_per_s"] > 0 and pft["tokens_per_s_steady"] > 0
     assert "cand_ecb_overhead" in saved["pft"]
     markdown = (out / "gpu_check.md").read_text()
+    assert "resumed after update 3: largest weight difference from an uninterrupted run 0 (identical)" in markdown
     assert "| current | 32 | 256 |" in markdown and "mlm_cand+ecb" in markdown and "Skipped: mixed_precision" in markdown
     assert "Span component, one profiled pass (2 batches), runtime calls: none recorded" in markdown
     assert not (out / "work").exists()  # scratch went to --work
@@ -181,3 +185,25 @@ def test_markdown_report_states_the_ratio_the_stages_imply_and_the_timed_pipelin
     assert "from the stages: 0.667" in text and "from the stages: 0.857" in text
     report["args"] = {"config": "sciner_spancat_hybrid", "model": "None", "skip": "[]"}
     assert "Config: `sciner_spancat_hybrid`" in markdown_report(report)
+
+
+def test_resume_check_measures_weight_differences(tiny_bert_dir, tmp_path):
+    """gpu_check_resume.max_abs_diff sees a change in a thinc weight and in a torch weight."""
+    sys.path[:0] = [str(ROOT / "tests" / "tok2vec"), str(ROOT / "tests" / "spancat")]
+    from tok2vec_helpers import make_hybrid_nlp
+    from gpu_check_resume import max_abs_diff
+    from spancat_helpers import make_examples, train
+
+    nlp = make_hybrid_nlp(tiny_bert_dir)
+    train(nlp, make_examples(nlp), steps=1)
+    nlp.to_disk(tmp_path / "a")
+    assert max_abs_diff(tmp_path / "a", tmp_path / "a") == 0.0
+    head = nlp.get_pipe("sciner_spancat").model.get_ref("output_layer")
+    head.set_param("b", head.get_param("b") + 0.25)
+    nlp.to_disk(tmp_path / "b")
+    assert max_abs_diff(tmp_path / "a", tmp_path / "b") == pytest.approx(0.25)
+    torch_model = nlp.get_pipe("transformer").model.transformer
+    with __import__("torch").no_grad():
+        next(torch_model.parameters()).add_(0.5)
+    nlp.to_disk(tmp_path / "c")
+    assert max_abs_diff(tmp_path / "a", tmp_path / "c") == pytest.approx(0.5)
