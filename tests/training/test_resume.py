@@ -139,15 +139,15 @@ def test_resume_refuses_other_settings_and_changed_inputs(corpus, tmp_path, caps
         train("sciner_spancat_cnn", tmp_path / "out", over, crash_at=6)
     before = (tmp_path / "out" / "checkpoint" / "state.pkl").read_bytes()
     assert train("sciner_spancat_cnn", tmp_path / "out", {**over, "training.max_steps": 30}, resume=True) == 1
-    out = " ".join(capsys.readouterr().out.split())  # the message is wrapped
-    assert "Cannot resume" in out and "'training.max_steps' was 24, now 30" in out
+    out = capsys.readouterr().err
+    assert "error: cannot resume" in out and "'training.max_steps' was 24, now 30" in out
     changed = tmp_path / "train_copy.spacy"
     changed.write_bytes((corpus / "small_dev.spacy").read_bytes())
     with pytest.raises(RuntimeError):
         train("sciner_spancat_cnn", tmp_path / "out2", {**over, "paths.train": str(changed)}, crash_at=6)
     changed.write_bytes((corpus / "small_train.spacy").read_bytes())  # rewritten in place
     assert train("sciner_spancat_cnn", tmp_path / "out2", {**over, "paths.train": str(changed)}, resume=True) == 1
-    out = " ".join(capsys.readouterr().out.split())
+    out = capsys.readouterr().err
     assert f"paths.train ({changed}) changed on disk" in out
     assert (tmp_path / "out" / "checkpoint" / "state.pkl").read_bytes() == before  # nothing touched
 
@@ -180,6 +180,21 @@ def test_cli_help_and_missing_config(tmp_path):
     assert result.exit_code == 0 and "--resume" in result.output
     result = runner.invoke(sciner_cli, ["train", str(tmp_path / "nope.cfg"), "--output", str(tmp_path / "o")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+@pytest.mark.parametrize("config,args,fragments", [
+    ("sciner_spancat_cnn", [], ["corpora.train.path is not set: pass --paths.train FILE"]),
+    ("sciner_spancat_cnn", ["--paths.train", "{demo}/train.spacy", "--paths.dev", "{tmp}/nope.spacy"],
+     ["corpora.dev.path: {tmp}/nope.spacy does not exist (pass --paths.dev FILE)"]),
+    ("sciner_spancat_weak", [], ["corpora.train.path is not set: pass --paths.weak FILE"]),
+])
+def test_cli_names_a_missing_corpus_before_any_work(corpus, tmp_path, assert_cli_error, config, args, fragments):
+    """One `error:` line naming the setting to pass, no traceback, nothing created."""
+    args = [a.format(demo=corpus, tmp=tmp_path) for a in args]
+    result = CliRunner().invoke(sciner_cli, ["train", str(ROOT / "configs" / f"{config}.cfg"),
+                                             "--output", str(tmp_path / "out"), *args])
+    assert_cli_error(result, *[f.format(tmp=tmp_path) for f in fragments])
+    assert not (tmp_path / "out").exists()
 
 
 def test_resumed_weak_pretraining_ends_as_an_uninterrupted_one(tmp_path):
