@@ -10,9 +10,10 @@ of exact-span P/R/F over seeds.
 
 Stages per (data set, variant, seed), each skipped when its output already exists, so an
 interrupted comparison continues where it stopped (a killed PFT run resumes from its last
-checkpoint; a killed ``spacy train`` restarts that one run):
+checkpoint; a killed training continues from its last evaluation, ``sciner train --resume``;
+until 2026-12-07 a killed ``spacy train`` restarted that run):
 
-    convert -> [slice] -> build-corpus -> pft -> spacy train -> calibrate -> spacy evaluate
+    convert -> [slice] -> build-corpus -> pft -> sciner train -> calibrate -> spacy evaluate
 
 The comparison as run (benchmarks/results/pft_compare.*): a low-resource setting, the first
 600 training sentences of each set (dev: first 300, test: first 800; SciERC's dev and test are
@@ -144,16 +145,16 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
                          "corpus": log["corpus"], "masked_per_1k_tokens": log.get("masked_per_1k_tokens", {})}
         encoder = str(pft_dir.resolve())
     train_dir = run_dir / "train"
-    # Finished = train_wall_s.txt, written only after spacy train returned 0: spacy train
-    # saves model-last at its step-0 evaluation already, so a killed run leaves an untrained
-    # model-last that must not count as done.
+    # Finished = train_wall_s.txt, written only after training returned 0: model-last exists
+    # from the step-0 evaluation on, so a killed run's model-last must not count as done.
+    # `sciner train --resume` continues a killed run from its last evaluation (a checkpoint
+    # at each; the wall time written is then the last call's).
     if not (run_dir / "train_wall_s.txt").exists():
-        shutil.rmtree(train_dir, ignore_errors=True)  # spacy train cannot resume: restart this run
         shutil.rmtree(run_dir / "model-calibrated", ignore_errors=True)  # from an unfinished earlier try
         (run_dir / "metrics.json").unlink(missing_ok=True)
         steps = train_steps(paths["train"], args)
         start = time.time()
-        run([sys.executable, "-m", "spacy", "train", str(args.config), "--output", str(train_dir),
+        run([sys.executable, "-m", "spacy_sciner", "train", str(args.config), "--output", str(train_dir), "--resume",
              "--paths.train", str(paths["train"]), "--paths.dev", str(paths["dev"]),
              "--components.transformer.model.name", encoder, "--system.seed", str(seed),
              "--training.max_epochs", str(args.train_epochs), "--training.max_steps", str(args.train_max_steps),
@@ -166,7 +167,7 @@ def run_variant(name: str, variant: str, seed: int, paths: Dict[str, Path], args
             logs / "train.log")
         (run_dir / "train_wall_s.txt").write_text(f"{time.time() - start:.1f}")
     # model-last by default: the schedule decays to zero at the last step, and one evaluation
-    # at the end keeps each run short; --select best picks spacy train's best dev checkpoint.
+    # at the end keeps each run short; --select best picks the training's best dev checkpoint.
     model = train_dir / f"model-{args.select}"
     if args.calibrate:
         calibrated = run_dir / "model-calibrated"

@@ -85,8 +85,9 @@ def test_report_shows_masking_rates_and_the_earlier_f(compare, tmp_path, monkeyp
 
 
 def test_a_killed_training_is_rerun_not_taken_as_finished(compare, tmp_path, monkeypatch):
-    """spacy train writes model-last at its step-0 evaluation: a run killed after that must
-    train again (and drop the calibration/metrics of the untrained model), not be scored."""
+    """Training writes model-last at its step-0 evaluation: a run killed after that must
+    train again (sciner train --resume: from its last checkpoint) and drop the
+    calibration/metrics of the untrained model, not be scored."""
     import spacy
     from spacy.tokens import DocBin
 
@@ -112,7 +113,8 @@ def test_a_killed_training_is_rerun_not_taken_as_finished(compare, tmp_path, mon
                            score_key="spans_sc")
     paths = {"train": tmp_path / "train.spacy", "dev": tmp_path / "dev.spacy", "test": tmp_path / "test.spacy"}
     record = compare.run_variant("scierc", "none", 0, paths, args, tmp_path / "work")
-    assert [c[2:4] for c in commands] == [["spacy", "train"], ["spacy_sciner", "calibrate"], ["spacy", "evaluate"]]
+    assert [c[2:4] for c in commands] == [["spacy_sciner", "train"], ["spacy_sciner", "calibrate"], ["spacy", "evaluate"]]
+    assert "--resume" in commands[0]
     assert record["f"] == 0.5 and (run_dir / "train_wall_s.txt").exists()
     commands.clear()
     compare.run_variant("scierc", "none", 0, paths, args, tmp_path / "work")
