@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy
+from spacy.util import dict_to_dot
 from thinc.api import Config, Optimizer, get_current_ops
 
 CHECKPOINT = "checkpoint"
@@ -161,7 +162,7 @@ def read(output: Path) -> Optional[Tuple[Path, Dict[str, Any]]]:
 
 def config_mismatches(saved: str, current: Config) -> List[str]:
     """The settings in which ``current`` differs from the saved config, as ``"'key' was X, now Y"``."""
-    before, after = _flat(Config().from_str(saved, interpolate=False)), _flat(current)
+    before, after = dict_to_dot(Config().from_str(saved, interpolate=False)), dict_to_dot(current)
     return [f"'{key}' was {before.get(key)!r}, now {after.get(key)!r}"
             for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
 
@@ -171,7 +172,7 @@ def input_fingerprints(config: Config) -> Dict[str, str]:
     so that a resume notices inputs rewritten in place (a converted corpus, an exported encoder).
     ``[training]`` is left out: the files it names are outputs (the logger's)."""
     out = {}
-    for key, value in _flat(config.interpolate()).items():
+    for key, value in dict_to_dot(config.interpolate()).items():
         if not key.startswith("training.") and isinstance(value, str) and value and Path(value).exists():
             path = Path(value)
             files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
@@ -188,13 +189,3 @@ def input_fingerprints(config: Config) -> Dict[str, str]:
 def input_mismatches(saved: Dict[str, str], current: Dict[str, str]) -> List[str]:
     """The inputs whose content (or presence) changed since the checkpoint's run started."""
     return [f"{key} changed on disk" for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
-
-
-def _flat(config, prefix: str = "") -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
