@@ -1,23 +1,24 @@
 """Learning curves to convergence: dev F against updates and wall time, per system.
 
-Each run (dataset x system x seed) is `spacy train` from configs/ with early stopping on
-dev (patience counted in evaluations, across resumed segments), max_epochs 0 and a large
+Each run (dataset x system x seed) trains a config from configs/ with `spacy sciner train`
+(spaCy's training loop with a checkpoint at each evaluation): early stopping on dev
+(spaCy's patience, in updates: --patience-evals evaluations), max_epochs 0 and a large
 max_steps; spacy-sciner.JSONLLogger.v1 writes the curve. Runs are resumable ACROSS
-SESSIONS: run state (segments, model-last, model-best, curve, manifest.json) lives under a
-state dir (default ~/.cache/spacy-sciner/convergence), not in the work tree.
+SESSIONS: run state (config, sciner train's output folder with model-last, model-best and
+the checkpoint, the curve, manifest.json) lives under a state dir (default
+~/.cache/spacy-sciner/convergence), not in the work tree.
 
 A run stops by convergence (no dev gain in `patience` evaluations), by max_steps, or by
-its time budget (--max-minutes, checked at evaluation points so that model-last is always
-an evaluated checkpoint). A stopped run continues in a new segment whose config SOURCES
-every component from the saved model-last (`[components.X] source = PATH`: spaCy 3.8
-loads the weights and skips their initialization). What does NOT carry over: Adam's
-moments (fresh optimizer), the shuffling (the data order restarts at the seed's first
-epoch). The learning-rate and batch-size schedules are shifted by the steps done
-(`sciner_convergence.shifted.v1`), and the first update of a continued segment has
-learning rate 0 so that its step-0 evaluation scores exactly the saved weights: that
-score is recorded next to the saved one (`resume_checks`) and not added to the curve.
-Steps and seconds of a continued segment get the previous segments' offsets (seconds:
-training-loop wall time, initialisation and the resume check excluded).
+its time budget (--max-minutes: a before_update callback, sciner_convergence.budget.v1,
+ends the call at the first evaluation after which the next one would pass the budget). A
+stopped run, or one whose process was killed, continues in the next call, `sciner train
+--resume` on the same folder: from the last evaluation's checkpoint (weights, Adam's
+moments, the data position, schedules, random states), so that on the CPU it ends with
+the weights of an uninterrupted run. The curve's seconds are training-loop wall time, going
+on across calls (initialisation and checkpoint loading excluded). Runs in the results
+recorded with "segments" ran under the runner before it (up to commit 85c4a34), which
+continued a run as a new `spacy train` sourcing model-last: fresh Adam moments, data order
+restarted; its report columns (resume check) are kept for them.
 
 After every finished or stopped run, benchmarks/results/convergence.{json,md,png} (and one
 convergence_<dataset>.png per dataset) are rewritten from every run in the state dir, merged
@@ -40,9 +41,9 @@ same with peak learning rate X instead of --lr.
 
 Domain pretraining of the CNN side (``*_floret``, ``*_pretrain`` systems): floret vectors and
 ``spacy pretrain`` weights built once per data set from its aux text (convergence_assets.py,
-cached under STATE/assets with their build times in assets.json) and given to the first segment.
+cached under STATE/assets with their build times in assets.json) and given to the run's config.
 
-The systems, a run's manifest and its segments: convergence_runs.py; the test evaluation:
+The systems, a run's manifest and its calls: convergence_runs.py; the test evaluation:
 convergence_eval.py; the report: convergence_report.py.
 
 One background job at a time on the 2-core machine; repeat a command until its runs say
@@ -64,8 +65,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spancat_bench  # noqa: E402  (prepare, DATA)
 from convergence_report import write_results  # noqa: E402
 from convergence_eval import evaluate_marks, evaluate_run, train_env  # noqa: E402,F401  (train_env: for fewshot, weak_cnn)
-from convergence_runs import (OWN_ENCODER, PATIENCE_EVALS, ROOT, SYSTEMS, Run, base_system, known_system,  # noqa: E402,F401
-                              recover, train_segment)  # (base_system: for recipes)
+from convergence_runs import (OWN_ENCODER, PATIENCE_EVALS, ROOT, RUNNER, SYSTEMS, Run, base_system,  # noqa: E402,F401
+                              known_system, recover, train_call)  # (base_system: for recipes)
 
 # ---------------------------------------------------------------------------- main
 
@@ -191,18 +192,21 @@ def main(argv=None) -> int:
 
 
 def train_run(run: Run, args, corpus: Path) -> int:
-    """One segment of a run not yet converged (up to --max-minutes); RETURNS 1 if it failed."""
+    """One call of a run not yet converged (up to --max-minutes); RETURNS 1 if it failed."""
     if run.m["status"] in ("converged", "max steps"):
         return 0
+    if run.m.get("runner") != RUNNER:
+        print(f"[{run.key}] FAILED: its state was written by the segment runner before `sciner train` "
+              f"(commit 85c4a34 or earlier), which cannot be continued: --restart to train it again", flush=True)
+        return 1
     args.deadline = time.time() + 60 * args.max_minutes if args.max_minutes else 0
-    status = train_segment(run, args, corpus)
-    best = run.m["best"]
-    print(f"[{run.key}] {status}: {len(run.m['curve'])} evals, last step {run.offset[0] if run.offset else '—'}, "
+    status = train_call(run, args, corpus)
+    best, curve = run.m["best"], run.m["curve"]
+    print(f"[{run.key}] {status}: {len(curve)} evals, last step {curve[-1]['step'] if curve else '—'}, "
           f"best dev F {best['score']:.4f} at step {best['step']}" if best else f"[{run.key}] {status}: no evaluation", flush=True)
     if status != "failed":
         return 0
-    seg = run.m["segments"][-1]
-    print(f"[{run.key}] FAILED, see {seg['dir']}/train.log:\n{seg.get('log_tail', '')[-800:]}", flush=True)
+    print(f"[{run.key}] FAILED, see {run.dir}/train.log:\n{run.m['calls'][-1].get('log_tail', '')[-800:]}", flush=True)
     return 1
 
 

@@ -1,13 +1,13 @@
-"""The in-training side of benchmarks/convergence.py: what `spacy train --code` loads.
+"""The in-training side of benchmarks/convergence.py: what `spacy sciner train --code` loads.
 
-``sciner_convergence.stopper.v1`` (a before_update callback) copies model-last to a
-crash-safe checkpoint after each evaluation, snapshots the best weights at time marks, and
-ends a segment by convergence (global patience) or by its time budget;
-``sciner_convergence.shifted.v1`` continues a schedule after the steps already done.
-Kept apart from the orchestration so that the training subprocess imports only this.
+``sciner_convergence.budget.v1`` (a before_update callback) snapshots the best weights at
+time marks and ends a call of the run at its time budget. Everything else that a run needs
+to stop and go on (patience, model-best, the checkpoint a later call resumes from) is
+``sciner train``'s. Kept apart from the orchestration so that the training subprocess
+imports only this.
 """
-import itertools
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -15,112 +15,65 @@ from pathlib import Path
 from spacy.util import registry
 
 STOP_MARKER = "stop.json"
+# Unix time at which a call's budget ends (0 or unset: none). An environment variable, not a
+# config setting: `sciner train --resume` refuses a config that differs from the checkpoint's.
+DEADLINE_ENV = "SCINER_CONVERGENCE_DEADLINE"
 
 
 class ConvergenceStop(Exception):
-    """Raised by the before_update callback at an evaluation point to end a segment."""
+    """Raised by the before_update callback at an evaluation point to end a call."""
 
 
-@registry.schedules("sciner_convergence.shifted.v1")
-def shifted_schedule(schedule, offset: int = -1, first=None):
-    """`schedule` continued after `offset` + 1 values (the steps 0..offset already done);
-    `first` (e.g. 0.0), if not None, is yielded before: the hold step of a resumed run."""
-    values = itertools.repeat(schedule) if isinstance(schedule, (int, float)) else iter(schedule)
-    for _ in range(offset + 1):
-        next(values)
-    if first is not None:
-        yield first
-    yield from values
+@registry.callbacks("sciner_convergence.budget.v1")
+def make_budget(curve: str, stop_file: str, model_last: str, eval_frequency: int, marks: list = (), run_dir: str = ""):
+    """before_update callback, at the first step after each evaluation (when model-last and
+    the checkpoint hold that evaluation's weights): snapshot the best weights for the time
+    marks, then end the call (``ConvergenceStop``, after writing ``stop_file``) when the next
+    evaluation would end after the deadline in ``$SCINER_CONVERGENCE_DEADLINE``.
 
-
-@registry.callbacks("sciner_convergence.stopper.v1")
-def make_stopper(curve: str, stop_file: str, checkpoint: str, model_last: str, eval_frequency: int,
-                 deadline: float, patience_steps: int, best_score: float, best_step: int, step_offset: int,
-                 seconds_offset: float = 0.0, marks: list = (), run_dir: str = ""):
-    """before_update callback: at the first step after each evaluation, copy model-last to
-    `checkpoint` (atomically, with a fingerprint of the weights) and stop the segment when
-    the global patience is used up or the next evaluation would end after `deadline` (unix
-    time; 0: none). In a continued segment (step_offset >= 0) the first call also writes
-    the fingerprint of the weights after the lr-0 hold step to resume.json.
-
-    Time marks (minutes of global training time): when an evaluation first passes a mark,
-    the best checkpoint as of the evaluation before (RUN/best-copy, kept by this callback)
-    is copied to RUN/marks/<minutes>, for test F at equal wall time."""
-    # prev: global seconds of the previous evaluation (a mark is passed between two evaluations)
-    state = {"last": time.time(), "best": best_score, "prev": seconds_offset if step_offset >= 0 else None}
-    seg_dir = Path(stop_file).parent
+    Time marks (minutes of training-loop time, the curve's ``seconds``): when an evaluation
+    first passes a mark, the best weights as of the evaluation before (RUN/best-copy) are
+    copied to RUN/marks/<minutes>, for test F at equal wall time. The work is derived from
+    the curve and the folders alone, so a resumed process repeating an evaluation's call does
+    nothing twice."""
+    deadline = float(os.environ.get(DEADLINE_ENV) or 0)
+    started = time.time()
 
     def before_update(nlp, args):
         step = args["step"]
         if step == 0 or (step - 1) % eval_frequency:
             return
-        now = time.time()
-        interval, state["last"] = now - state["last"], now
         records = read_curve(Path(curve))
         if not records:
             return
-        last = records[-1]
-        fp = fingerprint(nlp)
-        if step == 1 and step_offset >= 0:
-            (seg_dir / "resume.json").write_text(json.dumps({"fingerprint": fp, "score": last["score"]}))
-        save_checkpoint(Path(model_last), Path(checkpoint), {**last, "fingerprint": fp})
-        own = records[1:] if step_offset >= 0 else records  # a continued segment's step 0 re-scores the saved model
-        if run_dir and own:
-            snapshot_marks(Path(run_dir), Path(model_last), last, state, marks,
-                           last["seconds"] + (seconds_offset - records[0]["seconds"] if step_offset >= 0 else 0.0),
-                           last["step"] + max(step_offset, 0))
-        top = max([(r["score"] or 0.0, -(r["step"] + max(step_offset, 0))) for r in own] + [(best_score, -best_step)])
-        global_step = last["step"] + max(step_offset, 0)
-        reason = None
-        if patience_steps and global_step - (-top[1]) >= patience_steps:
-            reason = "converged"
-        elif deadline and now + interval > deadline:
-            reason = "time budget"
-        if reason:
-            Path(stop_file).write_text(json.dumps({"reason": reason, "step": last["step"], "fingerprint": fp}))
-            raise ConvergenceStop(reason)
+        if run_dir:
+            snapshot_marks(Path(run_dir), Path(model_last), records, marks)
+        # The next evaluation interval is assumed as long as the last one.
+        interval = records[-1]["seconds"] - records[-2]["seconds"] if len(records) > 1 else time.time() - started
+        if deadline and time.time() + interval > deadline:
+            Path(stop_file).write_text(json.dumps({"reason": "time budget", "step": records[-1]["step"]}))
+            raise ConvergenceStop("time budget")
 
     return before_update
 
 
-def snapshot_marks(run_dir: Path, model_last: Path, last: dict, state: dict, marks, seconds: float, step: int) -> None:
+def snapshot_marks(run_dir: Path, model_last: Path, records: list, marks) -> None:
     """Copy best-copy (the best weights up to the previous evaluation) to marks/<m> for each
-    mark this evaluation passes first; then make this evaluation best-copy if it is best."""
+    mark the last evaluation passes first; then make the last evaluation best-copy if it is
+    better than best-copy's."""
+    last = records[-1]
+    prev = records[-2]["seconds"] if len(records) > 1 else None
     for minutes in marks:
         target = run_dir / "marks" / f"{minutes:g}"
-        passed_now = state["prev"] is not None and state["prev"] <= 60 * minutes < seconds
+        passed_now = prev is not None and prev <= 60 * minutes < last["seconds"]
         if passed_now and not target.exists() and (run_dir / "best-copy").exists():
             replace_dir(run_dir / "best-copy", target)
-    state["prev"] = seconds
-    if (last["score"] or 0.0) > state["best"]:
-        state["best"] = last["score"] or 0.0
+    best_file = run_dir / "best-copy" / "best.json"
+    best = json.loads(best_file.read_text())["score"] if best_file.exists() else -1.0
+    if (last["score"] or 0.0) > best and model_last.exists():
         replace_dir(model_last, run_dir / "best-copy")
-        (run_dir / "best-copy" / "best.json").write_text(json.dumps({"step": step, "seconds": round(seconds, 3), "score": state["best"]}))
-
-
-def fingerprint(nlp) -> float:
-    """Sum of |w| over every weight of the pipeline (thinc params and PyTorch shims), in
-    float64: equal before saving and after reloading iff the weights are the same."""
-    import numpy
-
-    total, seen = 0.0, set()
-    for _, proc in nlp.pipeline:
-        model = getattr(proc, "model", None)
-        if not hasattr(model, "walk"):
-            continue
-        for node in model.walk():
-            if node.id in seen:
-                continue
-            seen.add(node.id)
-            for name in node.param_names:
-                if node.has_param(name):
-                    total += float(numpy.abs(node.ops.to_numpy(node.get_param(name)).astype("float64")).sum())
-            for shim in node.shims:
-                torch_model = getattr(shim, "_model", None)
-                if id(shim) not in seen and hasattr(torch_model, "parameters"):
-                    seen.add(id(shim))
-                    total += sum(float(t.detach().double().abs().sum()) for t in torch_model.parameters())
-    return total
+        best_file.write_text(json.dumps({"step": last["step"], "seconds": round(last["seconds"], 3),
+                                         "score": last["score"] or 0.0}))
 
 
 def read_curve(path: Path) -> list:
@@ -133,21 +86,6 @@ def read_curve(path: Path) -> list:
         except json.JSONDecodeError:  # a line cut by a kill
             break
     return records
-
-
-def save_checkpoint(model_last: Path, checkpoint: Path, record: dict) -> None:
-    """Copy model-last (saved by spaCy at that evaluation) to `checkpoint`, crash-safe."""
-    if not model_last.exists():
-        return
-    tmp, old = checkpoint.with_name(checkpoint.name + "-tmp"), checkpoint.with_name(checkpoint.name + "-old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(model_last, tmp)
-    (tmp / "checkpoint.json").write_text(json.dumps({k: record[k] for k in ("step", "score", "seconds", "fingerprint")}))
-    if checkpoint.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        checkpoint.rename(old)
-    tmp.rename(checkpoint)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def replace_dir(src: Path, dst: Path) -> None:

@@ -30,11 +30,11 @@ def evaluate_run(run, args, corpus: Path, checkpoint: str = "model-best") -> dic
     edir = run.dir / ("eval" if checkpoint == "model-best" else f"eval-{checkpoint.replace('/', '-')}")
     shutil.rmtree(edir, ignore_errors=True)
     edir.mkdir(parents=True)
-    selected = run.dir / checkpoint
+    selected = run.path(checkpoint)
     info = {"checkpoint": checkpoint}
     if run.system.startswith("sciner_spancat"):
         out = edir / "calibrated"
-        also = ["--also", str(run.dir / "model-last")] if checkpoint == "model-best" else []
+        also = ["--also", str(run.path("model-last"))] if checkpoint == "model-best" else []
         if base_system(run.system) in GOLD_PREPROC:  # dev read as it was during training
             also.append("--gold-tokens")
         cal = subprocess.run([sys.executable, "-m", "spacy_sciner", "calibrate", str(selected),

@@ -18,9 +18,10 @@ def summarize(m: dict, marks: list) -> dict:
         # None: the run has not been trained that long (and did not converge before).
         reached[f"{minutes:g}"] = max(upto) if upto and (last >= minutes * 60 or m.get("status") in ("converged", "max steps")) else None
     ev = m.get("evaluation") or {}
-    segs = m.get("segments") or []
+    # "calls" of `sciner train --resume`; "segments" in runs of the runner before it.
+    segs = m.get("calls") or m.get("segments") or []
     return {
-        "status": m.get("status"), "segments": len(segs), "evals": len(curve),
+        "status": m.get("status"), "calls": len(segs), "evals": len(curve),
         "best_dev_f": best["score"] if best else None, "best_step": best["step"] if best else None,
         "best_seconds": best["seconds"] if best else None,
         "last_step": curve[-1]["step"] if curve else None,
@@ -47,7 +48,7 @@ def write_results(state: Path, results_dir: Path, args) -> Path:
             or (state / "runs" / m["dataset"] / f"{m['system']}-seed{m['seed']}").exists()}
     for manifest in sorted((state / "runs").glob("*/*/manifest.json")):
         m = json.loads(manifest.read_text())
-        # A run still training (in another process, or killed mid-segment) is no result:
+        # A run still training (in another process, or killed mid-call) is no result:
         # it must not replace a recorded one, nor show up half-done in the tables.
         if m.get("status") == "running":
             continue
@@ -98,17 +99,18 @@ def write_markdown(results: dict, path: Path) -> None:
              "Dev F (the system's spaCy score: spans_sc_f or ents_f) against updates and training-loop wall time; "
              "test span F of the best dev checkpoint after the dev-chosen decision rule. `dev / test F @ N min`: best dev F "
              "among evaluations within N minutes of training, and the test span F of that checkpoint (— : not trained that "
-             "long, or not evaluated). Load average: 1-min at start/end of each segment.", "",
-             "| dataset | system | seed | status | segments | best dev F | at step | at min | test span F | test ents F | "
+             "long, or not evaluated). Calls: the processes a run trained in (a budget-stopped or killed one goes on "
+             "in the next); load average: 1-min at start/end of each.", "",
+             "| dataset | system | seed | status | calls | best dev F | at step | at min | test span F | test ents F | "
              + " | ".join(f"dev / test F @ {m:g} min" for m in marks) + " | train min | load avg | resume check |",
              "|---|---|---:|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(marks) + "---:|---|---|"]
     for key, r in sorted(results["runs"].items()):
         s = r["summary"]
-        checks = ", ".join("ok" if c["equal"] else f"{c['saved_score']:.4f}≠{c['first_eval']:.4f}" for c in s["resume_checks"]) or "—"
+        checks = resume_note(r, s)
         best_min = "—" if s["best_seconds"] is None else f"{s['best_seconds'] / 60:.1f}"
         loads = "; ".join(f"{a:.1f}/{b:.1f}" for a, b in s["load_avg"] if a is not None and b is not None)
         lines.append(
-            f"| {r['dataset']} | {r['system']} | {r['seed']} | {s['status']} | {s['segments']} | {pct(s['best_dev_f'])} | "
+            f"| {r['dataset']} | {r['system']} | {r['seed']} | {s['status']} | {s['calls']} | {pct(s['best_dev_f'])} | "
             f"{s['best_step'] if s['best_step'] is not None else '—'} | "
             f"{best_min} | "
             f"{pct(s['test_spans_f'])} | {pct(s['test_ents_f'])} | "
@@ -119,9 +121,13 @@ def write_markdown(results: dict, path: Path) -> None:
     from convergence_runs import ENCODER_V2, GOLD_PREPROC, SENTENCIZED, SPAN_HEAD, base_system  # (here: convergence_runs imports spaCy)
 
     lines += ["", "## What ran", "",
-              "Each segment is one `spacy train` of the run's config (saved beside it in the state dir) with these "
-              "settings; a continued segment sources every component from the previous model-last (fresh Adam "
-              "moments, the data order restarts; schedules shifted by the steps done)."]
+              "Each run trains its config (saved beside it in the state dir) with these settings. Runs with calls: "
+              "each call is `spacy sciner train --resume` on the run's output folder, a later call continuing from "
+              "the checkpoint of the last evaluation (weights, Adam's moments, data position, schedules, random "
+              "states: on the CPU the weights of an uninterrupted run). Runs with segments (up to commit 85c4a34): "
+              "each segment one `spacy train`, a continued one sourcing every component from the previous "
+              "model-last (fresh Adam moments, the data order restarted, schedules shifted by the steps done), "
+              "its first evaluation checked against the saved score (resume check)."]
     for key, r in sorted(results["runs"].items()):
         lines += ["", f"- `{key}`: {json.dumps(r.get('settings', {}))}"]
         if base_system(r["system"]) in SPAN_HEAD:
@@ -134,15 +140,28 @@ def write_markdown(results: dict, path: Path) -> None:
         if base_system(r["system"]) in GOLD_PREPROC:
             lines.append("  - corpora: spacy-sciner.GoldTokensCorpus.v1 (trained and selected on the data set's own words)")
         if r.get("domain_assets"):
-            lines.append("  - domain pretraining, built once per data set before the first segment (not in train min): "
+            lines.append("  - domain pretraining, built once per data set before the first call (not in train min): "
                          + ", ".join(f"{k} {v / 60:.1f} min" if v is not None else f"{k} ? min"
                                      for k, v in r["domain_assets"].items()))
+        for call in r.get("calls") or []:
+            lines.append(f"  - call {call['index']} " + (f"resuming after step {call['from_step']}" if call.get("from_step") is not None else "from scratch")
+                         + f", started {call.get('started', '?')}: {call.get('stop', '?')} after {call.get('wall_seconds', 0) / 60:.1f} min wall "
+                         f"({call.get('evals', 0)} new evaluations, budget {str(call['budget_minutes']) + ' min' if call.get('budget_minutes') else 'none'}, "
+                         f"load {call.get('load_start', 0):.1f} -> {call.get('load_end') or 0:.1f})")
         for seg in r.get("segments") or []:
             lines.append(f"  - segment {seg['index']} from {seg['from']} at step {seg['step_offset']}, started "
                          f"{seg.get('started', '?')}: {seg.get('stop', '?')} after {seg.get('wall_seconds', 0) / 60:.1f} min wall "
                          f"({seg.get('evals', 0)} new evaluations, budget {str(seg['budget_minutes']) + ' min' if seg.get('budget_minutes') else 'none'}, "
                          f"load {seg.get('load_start', 0):.1f} -> {seg.get('load_end') or 0:.1f})")
     path.write_text(portable("\n".join(lines) + "\n"))
+
+
+def resume_note(run: dict, summary: dict) -> str:
+    """The resume-check column: the segment runner's checks, or how a resumed call continued."""
+    if summary["resume_checks"]:
+        return ", ".join("ok" if c["equal"] else f"{c['saved_score']:.4f}≠{c['first_eval']:.4f}" for c in summary["resume_checks"])
+    resumed = sum(1 for c in run.get("calls") or [] if c.get("from_step") is not None)
+    return f"checkpoint ×{resumed}" if resumed else "—"
 
 
 def write_plots(results: dict, results_dir: Path) -> None:

@@ -1,11 +1,10 @@
 """The runs of benchmarks/convergence.py: the systems and their evaluation settings, one
-run's manifest under the state dir, and its `spacy train` segments (the segment's config,
-merging a finished, stopped or interrupted segment into the run). See convergence.py's
-docstring for how a run stops and continues."""
+run's manifest under the state dir, its config, and its calls of `spacy sciner train
+--resume` (merging a finished, stopped or interrupted call into the run). See
+convergence.py's docstring for how a run stops and continues."""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -14,11 +13,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spancat_bench  # noqa: E402  (ROOT, DATA)
 import convergence_assets  # noqa: E402  (floret vectors, spacy pretrain weights)
-from convergence_callbacks import STOP_MARKER, read_curve, replace_dir  # noqa: E402
+from convergence_callbacks import DEADLINE_ENV, STOP_MARKER, read_curve  # noqa: E402
 from convergence_eval import train_env  # noqa: E402
 
 ROOT = spancat_bench.ROOT
 CALLBACKS = Path(__file__).resolve().parent / "convergence_callbacks.py"
+# How a run trains: every call is `spacy sciner train --resume` on one output folder. Runs in
+# the results recorded with "segments" instead of "calls" ran before it (up to commit 85c4a34):
+# each segment a `spacy train` whose config sourced the components from the previous
+# model-last, with fresh Adam moments and the data order restarted.
+RUNNER = "sciner train --resume"
 SYSTEMS = {
     # name: (config, needs the transformer)
     "spacy_ner_cnn": ("configs/spacy_ner_cnn.cfg", False),
@@ -117,7 +121,11 @@ def known_system(name: str) -> bool:
 
 
 class Run:
-    """One dataset x system x seed under the state dir, with its manifest."""
+    """One dataset x system x seed under the state dir, with its manifest.
+
+    RUN/config.cfg (written by the first call, the same for every later one), RUN/train
+    (``sciner train``'s output: model-last, model-best, the checkpoint, curve.jsonl),
+    RUN/train.log (every call's output), RUN/best-copy and RUN/marks (time marks)."""
 
     def __init__(self, state: Path, dataset: str, system: str, seed: int):
         self.dataset, self.system, self.seed = dataset, system, seed
@@ -125,8 +133,8 @@ class Run:
         self.dir = state / "runs" / dataset / f"{system}-seed{seed}"
         self.manifest_path = self.dir / "manifest.json"
         self.m = json.loads(self.manifest_path.read_text()) if self.manifest_path.exists() else {
-            "dataset": dataset, "system": system, "seed": seed, "status": "new", "segments": [],
-            "curve": [], "best": None, "resume_checks": [], "evaluation": None,
+            "dataset": dataset, "system": system, "seed": seed, "status": "new", "runner": RUNNER, "calls": [],
+            "curve": [], "best": None, "evaluation": None,
         }
 
     def save(self) -> None:
@@ -135,56 +143,48 @@ class Run:
         tmp.write_text(json.dumps(self.m, indent=1))
         tmp.replace(self.manifest_path)
 
-    @property
-    def offset(self):
-        """(global step, global seconds) of model-last, or None before the first segment."""
-        return (self.m["curve"][-1]["step"], self.m["curve"][-1]["seconds"]) if self.m["curve"] else None
+    def path(self, checkpoint: str) -> Path:
+        return checkpoint_path(self.dir, checkpoint)
 
 
-def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
-    """The segment's config: the system's config with the run's settings; on a continued
-    run every component sourced from the saved model-last."""
+def checkpoint_path(run_dir: Path, checkpoint: str) -> Path:
+    """Where a checkpoint of a run is: model-best / model-last (in RUN/train; directly in RUN
+    for a run of the segment runner) or marks/<m>."""
+    if checkpoint in ("model-best", "model-last") and not (run_dir / checkpoint).exists():
+        return run_dir / "train" / checkpoint
+    return run_dir / checkpoint
+
+
+def run_config(run: Run, args, corpus: Path) -> Path:
+    """The run's config: the system's config with the run's settings (RUN/config.cfg)."""
     from spacy.util import load_config
 
     config_path, transformer = SYSTEMS[base_system(run.system)]
     cfg = load_config(ROOT / config_path, interpolate=False)
     st = run_settings(run, args, transformer)
-    ef, patience = st["eval_frequency"], st["patience_evals"] * st["eval_frequency"]
+    ef = st["eval_frequency"]
     T = cfg["training"]
-    offset = run.offset
-    step_offset = offset[0] if offset else -1
-    max_steps = -(-st["max_steps"] // ef) * ef  # a multiple of ef: the last step is evaluated
-    T.update({"max_epochs": 0, "max_steps": max_steps - max(step_offset, 0), "eval_frequency": ef, "patience": 0, "seed": run.seed})
+    # spaCy's patience in updates; max_steps a multiple of ef, so that the last step is evaluated.
+    T.update({"max_epochs": 0, "max_steps": max_steps(st), "eval_frequency": ef,
+              "patience": st["patience_evals"] * ef, "seed": run.seed})
     cfg["system"]["seed"] = run.seed
     cfg["paths"]["train"], cfg["paths"]["dev"] = str(corpus / "train.spacy"), str(corpus / "dev.spacy")
-    if base_system(run.system) in GOLD_PREPROC:  # every segment: the corpora are not sourced
+    if base_system(run.system) in GOLD_PREPROC:
         # spaCy's own gold_preproc drops doc.spans (its sentences are Span.as_doc copies).
         for split in ("train", "dev"):
             cfg["corpora"][split] = {"@readers": "spacy-sciner.GoldTokensCorpus.v1", "path": f"${{paths.{split}}}"}
-    T["logger"] = {"@loggers": "spacy-sciner.JSONLLogger.v1", "path": str(seg_dir / "curve.jsonl"),
+    T["logger"] = {"@loggers": "spacy-sciner.JSONLLogger.v1", "path": str(run.dir / "train" / "curve.jsonl"),
                    "progress_bar": False, "console_output": True}
     if transformer:
         T["batcher"]["size"] = st["batch_words"]
         T["optimizer"]["learn_rate"] = {"@schedules": "warmup_linear.v1", "warmup_steps": st["warmup_steps"],
                                         "total_steps": st["max_steps"], "initial_rate": st["lr"]}
-    # Shift the schedules by the steps done; the first update of a continued run at lr 0.
-    T["optimizer"]["learn_rate"] = {"@schedules": "sciner_convergence.shifted.v1", "offset": step_offset,
-                                    "first": 0.0 if offset else None, "schedule": T["optimizer"]["learn_rate"]}
-    T["batcher"]["size"] = {"@schedules": "sciner_convergence.shifted.v1", "offset": step_offset,
-                            "first": None, "schedule": T["batcher"]["size"]}
-    best = run.m["best"] or {"score": -1.0, "step": 0}
     T["before_update"] = {
-        "@callbacks": "sciner_convergence.stopper.v1", "curve": str(seg_dir / "curve.jsonl"),
-        "stop_file": str(seg_dir / STOP_MARKER), "checkpoint": str(seg_dir / "checkpoint"),
-        "model_last": str(seg_dir / "model-last"), "eval_frequency": ef,
-        "deadline": args.deadline, "patience_steps": patience, "best_score": best["score"],
-        "best_step": best["step"], "step_offset": step_offset,
-        "seconds_offset": offset[1] if offset else 0.0, "marks": list(args.marks), "run_dir": str(run.dir),
+        "@callbacks": "sciner_convergence.budget.v1", "curve": str(run.dir / "train" / "curve.jsonl"),
+        "stop_file": str(run.dir / STOP_MARKER), "model_last": str(run.dir / "train" / "model-last"),
+        "eval_frequency": ef, "marks": list(args.marks), "run_dir": str(run.dir),
     }
-    if offset:  # continue from the saved weights: every component sourced from model-last
-        for name in cfg["nlp"]["pipeline"]:
-            cfg["components"][name] = {"source": str(run.dir / "model-last")}
-    elif transformer:
+    if transformer:
         cfg["components"]["transformer"]["model"]["name"] = st["encoder"]
         if base_system(run.system) in SPAN_HEAD:
             cfg["components"]["sciner_spancat"]["model"].update(SPAN_HEAD[base_system(run.system)])
@@ -198,17 +198,23 @@ def run_config(run: Run, args, corpus: Path, seg_dir: Path) -> Path:
         cfg["components"]["tok2vec"]["model"]["encode"].update({"width": 32, "depth": 1})
     domain = convergence_assets.overrides(base_system(run.system), run.dataset, config_path, args.state, spancat_bench.DATA, args.smoke,
                                           pretrain_epochs=st.get("pretrain_epochs", 5))
-    if "vectors" in domain:  # every segment: [initialize] loads them into the vocab
+    if "vectors" in domain:  # [initialize] loads them into the vocab
         cfg["paths"]["vectors"] = domain["vectors"]
-        if not offset:
-            cfg["components"]["tok2vec"]["model"]["embed"]["include_static_vectors"] = True
-    if "init_tok2vec" in domain and not offset:  # a continued segment has its own trained weights
+        cfg["components"]["tok2vec"]["model"]["embed"]["include_static_vectors"] = True
+    if "init_tok2vec" in domain:
         cfg["paths"]["init_tok2vec"] = domain["init_tok2vec"]
-    if domain and not offset:
+    if domain:
         run.m["domain_assets"] = convergence_assets.build_seconds(domain, args.state / "assets" / run.dataset)
-    out = seg_dir / "config.cfg"
+    out = run.dir / "config.cfg"
+    out.parent.mkdir(parents=True, exist_ok=True)
     cfg.to_disk(out)
     return out
+
+
+def max_steps(settings: dict) -> int:
+    """The run's last update: max_steps rounded up to a multiple of the evaluation frequency."""
+    ef = settings["eval_frequency"]
+    return -(-settings["max_steps"] // ef) * ef
 
 
 def run_settings(run: Run, args, transformer: bool) -> dict:
@@ -237,96 +243,80 @@ def eval_frequency(args, dataset: str, transformer: bool) -> int:
     return EVAL_FREQUENCY.get(dataset, EVAL_FREQUENCY_DEFAULT)[0 if transformer else 1]
 
 
-def train_segment(run: Run, args, corpus: Path) -> str:
-    """One `spacy train` segment; merges its curve and checkpoints into the run. Returns
-    the run's status: converged / max steps / stopped (time budget) / failed."""
-    k = len(run.m["segments"])
-    seg_dir = run.dir / f"segment-{k}"
-    shutil.rmtree(seg_dir, ignore_errors=True)
-    seg_dir.mkdir(parents=True)
-    if run.offset and (run.dir / "model-best").exists():  # the callback's best-so-far copy
-        replace_dir(run.dir / "model-best", run.dir / "best-copy")
-        (run.dir / "best-copy" / "best.json").write_text(json.dumps({k: run.m["best"][k] for k in ("step", "seconds", "score")}))
-    config = run_config(run, args, corpus, seg_dir)
-    segment = {"index": k, "dir": str(seg_dir), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "load_start": os.getloadavg()[0], "step_offset": run.offset[0] if run.offset else 0,
-               "seconds_offset": run.offset[1] if run.offset else 0.0, "from": "model-last" if run.offset else "scratch"}
-    run.m["segments"].append(segment)
+def train_call(run: Run, args, corpus: Path) -> str:
+    """One call of `spacy sciner train --resume` (the first trains from scratch, a later one
+    continues from the checkpoint of the last evaluation, exactly); merges its curve into the
+    run. Returns the run's status: converged / max steps / stopped (time budget) / failed."""
+    k = len(run.m["calls"])
+    # The config is fixed by the first call: a resume with another one would be refused.
+    config = run.dir / "config.cfg" if k and (run.dir / "config.cfg").exists() else run_config(run, args, corpus)
+    (run.dir / STOP_MARKER).unlink(missing_ok=True)
+    call = {"index": k, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "load_start": os.getloadavg()[0], "from_step": run.m["curve"][-1]["step"] if run.m["curve"] else None}
+    run.m["calls"].append(call)
     run.m["status"] = "running"
-    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(seg_dir), "--code", str(CALLBACKS),
-           "--gpu-id", str(args.gpu_id)]
+    cmd = [sys.executable, "-m", "spacy", "sciner", "train", str(config), "--output", str(run.dir / "train"),
+           "--resume", "--code", str(CALLBACKS), "--gpu-id", str(args.gpu_id)]
     # Recorded relative to the checkout it ran in (cwd): no machine's or worktree's folders.
-    segment.update({"command": " ".join(cmd[1:]).replace(str(ROOT) + "/", ""), "budget_minutes": args.max_minutes, "threads": args.threads or None})
+    call.update({"command": " ".join(cmd[1:]).replace(str(ROOT) + "/", ""), "budget_minutes": args.max_minutes, "threads": args.threads or None})
     run.save()
-    print(f"[{run.key}] segment {k} ({segment['from']}, step {segment['step_offset']}): {' '.join(cmd[3:])}", flush=True)
+    resumed = f"resumes after step {call['from_step']}" if call["from_step"] is not None else "from scratch"
+    print(f"[{run.key}] call {k} ({resumed}): {' '.join(cmd[3:])}", flush=True)
+    env = dict(train_env(args), **{DEADLINE_ENV: str(args.deadline or 0)})
     start = time.time()
-    with open(seg_dir / "train.log", "w") as log:
-        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=train_env(args)).returncode
-    return finish_segment(run, seg_dir, rc, time.time() - start)
+    with open(run.dir / "train.log", "a") as log:
+        log.write(f"\n==== call {k}, {call['started']} ====\n")
+        log.flush()
+        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env).returncode
+    return finish_call(run, rc, time.time() - start)
 
 
-def finish_segment(run: Run, seg_dir: Path, rc, wall: float) -> str:
-    """Merge a segment (finished, stopped or found interrupted) into the run."""
-    segment = run.m["segments"][-1]
-    records = read_curve(seg_dir / "curve.jsonl")
-    stop = json.loads((seg_dir / STOP_MARKER).read_text()) if (seg_dir / STOP_MARKER).exists() else None
-    model, fp = seg_dir / "model-last", None
-    if rc is None or (rc != 0 and stop is None):  # killed or crashed: the last safe copy
-        ckpt = seg_dir / "checkpoint" if (seg_dir / "checkpoint" / "checkpoint.json").exists() else seg_dir / "checkpoint-old"
-        if not (ckpt / "checkpoint.json").exists():
-            records = []
-        else:
-            saved = json.loads((ckpt / "checkpoint.json").read_text())
-            records = [r for r in records if r["step"] <= saved["step"]]
-            model, fp = ckpt, saved.get("fingerprint")
-    elif stop is not None:
-        records = [r for r in records if r["step"] <= stop["step"]]
-        fp = stop.get("fingerprint")
-    step0, sec0 = segment["step_offset"], segment["seconds_offset"]
-    if records and segment["from"] == "model-last":
-        check, records = records[0], records[1:]
-        saved = run.m["curve"][-1]["score"]
-        resumed = json.loads((seg_dir / "resume.json").read_text()) if (seg_dir / "resume.json").exists() else {}
-        fps = (run.m.get("last_fingerprint"), resumed.get("fingerprint"))
-        same_weights = None if None in fps else abs(fps[0] - fps[1]) <= 1e-9 * max(1.0, abs(fps[0]))
-        run.m["resume_checks"].append({
-            "segment": segment["index"], "saved_score": saved, "first_eval": check["score"],
-            "saved_fingerprint": fps[0], "resumed_fingerprint": fps[1], "same_weights": same_weights,
-            "equal": check["score"] == saved and same_weights is not False})
-        sec0 -= check["seconds"]
-    points = [{"step": r["step"] + step0, "seconds": round(r["seconds"] + sec0, 3), "score": r["score"],
-               "segment": segment["index"], "epoch": r["epoch"]} for r in records]
-    if points and model.exists():
-        top = max(points, key=lambda p: (p["score"] or 0.0, p["step"]))  # spaCy's model-best: the latest tie
-        if run.m["best"] is None or (top["score"] or 0.0) > run.m["best"]["score"]:
-            # The segment's model-best is its best evaluation (its resume check never is:
-            # that one scores the saved model-last, at most the best so far).
-            replace_dir(model if top is points[-1] else seg_dir / "model-best", run.dir / "model-best")
-            run.m["best"] = {**{k: top[k] for k in ("step", "seconds", "segment")}, "score": top["score"] or 0.0}
-        run.m["curve"].extend(points)
-        replace_dir(model, run.dir / "model-last")
-        run.m["last_fingerprint"] = fp  # of the weights now in model-last (None after max steps: final)
-    segment.update({"rc": rc, "wall_seconds": round(wall, 1), "load_end": os.getloadavg()[0], "evals": len(points),
-                    "stop": stop["reason"] if stop else ("max steps" if rc == 0 else "interrupted or failed")})
-    if stop and stop["reason"] == "converged":
-        run.m["status"] = "converged"
-    elif rc == 0:
-        run.m["status"] = "max steps"
-    elif stop:
-        run.m["status"] = "stopped"
-    else:
-        run.m["status"] = "failed" if rc is not None else "stopped"
-        segment["log_tail"] = (seg_dir / "train.log").read_text()[-1500:] if (seg_dir / "train.log").exists() else ""
-    for name in ("model-last", "model-best", "checkpoint", "checkpoint-old", "checkpoint-tmp"):
-        shutil.rmtree(seg_dir / name, ignore_errors=True)  # kept once, at the run level
-    segment["finished"] = True
+def finish_call(run: Run, rc, wall: float) -> str:
+    """Merge the last call (finished, stopped, or found interrupted: rc None) into the run."""
+    call = run.m["calls"][-1]
+    stop = json.loads((run.dir / STOP_MARKER).read_text()) if (run.dir / STOP_MARKER).exists() else None
+    # The logger drops lines after the checkpoint when a run resumes; until then the curve ends
+    # at the last evaluation written, which a resume repeats exactly.
+    before = len(run.m["curve"])
+    run.m["curve"] = [{"step": r["step"], "seconds": round(r["seconds"], 3), "score": r["score"], "epoch": r["epoch"]}
+                      for r in read_curve(run.dir / "train" / "curve.jsonl")]
+    if run.m["curve"]:  # spaCy's model-best: the best score, the latest of ties
+        top = max(run.m["curve"], key=lambda p: (p["score"] or 0.0, p["step"]))
+        run.m["best"] = {**{k: top[k] for k in ("step", "seconds")}, "score": top["score"] or 0.0}
+    last_step = run.m["curve"][-1]["step"] if run.m["curve"] else None
+    call.update({"rc": rc, "wall_seconds": round(wall, 1), "load_end": os.getloadavg()[0],
+                 "evals": len(run.m["curve"]) - before, "last_step": last_step})
+    call["stop"] = call_status(run.m, rc, stop)
+    run.m["status"] = "stopped" if call["stop"] in ("time budget", "interrupted") else call["stop"]
+    if call["stop"] == "failed":
+        log = run.dir / "train.log"
+        call["log_tail"] = log.read_text()[-1500:] if log.exists() else ""
+    call["finished"] = True
     run.save()
     return run.m["status"]
 
 
+def call_status(m: dict, rc, stop) -> str:
+    """How a call ended: converged / max steps (the loop's own end: rc 0, or a kill after the
+    last evaluation, which a resume would end without an update) / time budget / interrupted
+    (killed: rc None) / failed."""
+    from spacy_sciner.training.loop import finished
+
+    curve, settings = m["curve"], m["settings"]
+    ended = rc == 0 or (rc is None and curve and finished(
+        curve[-1]["step"], [(p["score"] or 0.0, p["step"]) for p in curve],
+        {"patience": settings["patience_evals"] * settings["eval_frequency"], "max_steps": max_steps(settings)}))
+    if ended:
+        return "max steps" if curve and curve[-1]["step"] >= max_steps(settings) else "converged"
+    if stop is not None:
+        return stop["reason"]
+    return "interrupted" if rc is None else "failed"
+
+
 def recover(run: Run) -> None:
-    """A segment left unfinished by a killed session: merge what was checkpointed."""
-    segs = run.m["segments"]
-    if segs and not segs[-1].get("finished"):
-        print(f"[{run.key}] recovering interrupted segment {segs[-1]['index']}", flush=True)
-        finish_segment(run, Path(segs[-1]["dir"]), None, 0.0)
+    """A call left unfinished by a killed session: merge what its curve holds; the next call
+    resumes from its checkpoint."""
+    calls = run.m.get("calls") or []
+    if calls and not calls[-1].get("finished"):
+        print(f"[{run.key}] recovering interrupted call {calls[-1]['index']}", flush=True)
+        finish_call(run, None, 0.0)

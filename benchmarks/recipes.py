@@ -31,7 +31,9 @@ def scored_model(run_dir: Path, system: str) -> Path:
     """The pipeline folder whose test F convergence.json reports."""
     if system.startswith(("sciner_spancat", "spacy_spancat")):
         return run_dir / "eval" / "calibrated"
-    return run_dir / "model-best"
+    from convergence_runs import checkpoint_path
+
+    return checkpoint_path(run_dir, "model-best")
 
 
 def sentences(corpus: Path, n: int) -> list:

@@ -34,7 +34,7 @@ import convergence  # noqa: E402
 import recipes  # noqa: E402
 import spancat_bench  # noqa: E402
 from convergence_report import portable  # noqa: E402
-from convergence_runs import GOLD_PREPROC  # noqa: E402
+from convergence_runs import GOLD_PREPROC, checkpoint_path  # noqa: E402
 
 ROOT = convergence.ROOT
 
@@ -79,7 +79,7 @@ def rescore_run(run: dict, state: Path, corpus: Path, gold: dict) -> dict:
     if run["system"].startswith("spacy_spancat"):
         out["threshold_gold_tokens"] = ((run["evaluation"] or {}).get("calibration") or {}).get("threshold")
         out["threshold_spacy_tokens"] = spancat_bench.tune_spancat_threshold(
-            run_dir / (run["evaluation"] or {}).get("checkpoint", "model-best"), corpus / "dev.spacy", retuned, spacy_tokens=True)
+            checkpoint_path(run_dir, (run["evaluation"] or {}).get("checkpoint", "model-best")), corpus / "dev.spacy", retuned, spacy_tokens=True)
         models[other] = retuned
     elif run["system"].startswith("sciner_spancat"):
         out[f"calibration_{other}_tokens"] = recalibrate(model, corpus / "dev.spacy", retuned, gold_tokens=other == "gold")

@@ -58,48 +58,83 @@ def test_smoke_end_to_end(tmp_path, run):
         assert (results / "convergence.png").stat().st_size > 0 and (results / "convergence_demo.png").exists()
     # The run state is outside the results: a later call reuses the finished run.
     again = run("--smoke", "--state", tmp_path / "state", "--results", results, "--systems", "sciner_spancat")
-    assert "segment" not in again.stdout
+    assert "] call " not in again.stdout
 
 
 def test_budget_stop_resume_and_merge(tmp_path, run):
-    """A run stopped by its time budget continues from its saved model-last: its first dev
-    evaluation scores the saved weights (same score, same weight fingerprint), steps and
-    seconds go on from the saved ones; results from other runs already in the JSON stay."""
+    """A run stopped by its time budget continues with `sciner train --resume` from the
+    checkpoint of its last evaluation and ends as an uninterrupted run of the same system and
+    seed does: the same curve (steps, scores) and the same model-best weights. Results from
+    other runs already in the JSON stay."""
     state, results = tmp_path / "state", tmp_path / "results"
     results.mkdir()
     other = {"dataset": "elsewhere", "system": "spacy_ner", "seed": 0, "status": "converged", "curve": [],
              "segments": [], "best": None, "resume_checks": [], "evaluation": None, "summary": {}}
     (results / "convergence.json").write_text(json.dumps({"runs": {"elsewhere/spacy_ner/seed0": other}}))
-    common = ["--smoke", "--state", state, "--results", results, "--systems", "spacy_ner_cnn",
-              "--eval-frequency", "3", "--no-evaluate"]
-    first = run(*common, "--max-minutes", "0.001")
+    common = ["--smoke", "--results", results, "--systems", "spacy_ner_cnn", "--eval-frequency", "3", "--no-evaluate"]
+    first = run(*common, "--state", state, "--max-minutes", "0.001")
     assert "stopped" in first.stdout
     r = load(results)["demo/spacy_ner_cnn/seed0"]
-    assert r["status"] == "stopped" and r["segments"][0]["stop"] == "time budget"
+    assert r["status"] == "stopped" and r["calls"][0]["stop"] == "time budget"
     saved = r["curve"][-1]
-    assert (state / "runs" / "demo" / "spacy_ner_cnn-seed0" / "model-last" / "meta.json").exists()
+    run_dir = state / "runs" / "demo" / "spacy_ner_cnn-seed0"
+    assert (run_dir / "train" / "checkpoint" / "state.pkl").exists()
 
-    second = run(*common, "--patience-evals", "2")
-    assert "segment 1 (model-last" in second.stdout
+    second = run(*common, "--state", state)
+    assert f"call 1 (resumes after step {saved['step']})" in second.stdout
     runs = load(results)
     r = runs["demo/spacy_ner_cnn/seed0"]
-    assert r["status"] == "converged" and len(r["segments"]) == 2
-    assert r["curve"][0] == saved
+    assert r["status"] == "converged" and [c["stop"] for c in r["calls"]] == ["time budget", "converged"]
+    assert r["curve"][:len(r["curve"]) - r["calls"][1]["evals"]][-1]["step"] == saved["step"]
     steps, seconds = [p["step"] for p in r["curve"]], [p["seconds"] for p in r["curve"]]
     assert steps == sorted(set(steps)) and seconds == sorted(seconds) and steps[-1] > saved["step"]
-    assert all(p["segment"] == 1 for p in r["curve"][1:])
-    (check,) = r["resume_checks"]
-    assert check["first_eval"] == check["saved_score"] == saved["score"]
-    assert check["same_weights"] is True and check["saved_fingerprint"] == pytest.approx(check["resumed_fingerprint"], rel=1e-12)
-    # The continued segment's config sources every component from the saved model-last.
-    config = (state / "runs" / "demo" / "spacy_ner_cnn-seed0" / "segment-1" / "config.cfg").read_text()
-    assert config.count("source = ") == 2
+    assert "Resuming after update" in (run_dir / "train.log").read_text()
     assert "elsewhere/spacy_ner/seed0" in runs  # merged, not overwritten
+    assert "| demo | spacy_ner_cnn | 0 | converged | 2 |" in (results / "convergence.md").read_text()
+
+    # The same run uninterrupted, in a state dir of its own.
+    run(*common, "--state", tmp_path / "whole", "--results", tmp_path / "whole-results")
+    whole = load(tmp_path / "whole-results")["demo/spacy_ner_cnn/seed0"]
+    assert [(p["step"], p["score"]) for p in whole["curve"]] == [(p["step"], p["score"]) for p in r["curve"]]
+    assert whole["best"]["step"] == r["best"]["step"]
+    best = lambda root: root / "runs" / "demo" / "spacy_ner_cnn-seed0" / "train" / "model-best"  # noqa: E731
+    for part in ("tok2vec/model", "ner/model"):
+        assert (best(state) / part).read_bytes() == (best(tmp_path / "whole") / part).read_bytes(), part
+
+
+def test_call_status():
+    """How a call ended, from its exit code, the budget marker and the curve: a process killed
+    after its last evaluation has nothing left to train (a resume would not update)."""
+    settings = {"patience_evals": 2, "eval_frequency": 3, "max_steps": 10}  # last step: 12
+    curve = lambda *pts: [{"step": s, "score": f} for s, f in pts]  # noqa: E731
+    status = convergence_runs.call_status
+    assert status({"curve": curve((0, 0.1), (3, 0.2)), "settings": settings}, 0, None) == "converged"
+    assert status({"curve": curve((0, 0.1), (12, 0.2)), "settings": settings}, 0, None) == "max steps"
+    assert status({"curve": curve((0, 0.1), (3, 0.2)), "settings": settings}, 1, {"reason": "time budget"}) == "time budget"
+    assert status({"curve": curve((0, 0.1), (3, 0.2)), "settings": settings}, 1, None) == "failed"
+    assert status({"curve": curve((0, 0.1), (3, 0.2)), "settings": settings}, None, None) == "interrupted"
+    # killed after an evaluation that ended it: by patience (2 x 3 updates without gain), by max_steps
+    assert status({"curve": curve((0, 0.3), (3, 0.2), (6, 0.2)), "settings": settings}, None, None) == "converged"
+    assert status({"curve": curve((0, 0.1), (12, 0.2)), "settings": settings}, None, None) == "max steps"
+    assert status({"curve": [], "settings": settings}, None, None) == "interrupted"
+
+
+def test_run_of_the_old_segment_runner_is_not_continued(tmp_path, run):
+    """A stopped run whose state the segment runner wrote fails with a message, and is kept."""
+    run_dir = tmp_path / "state" / "runs" / "demo" / "spacy_ner_cnn-seed0"
+    run_dir.mkdir(parents=True)
+    manifest = {"dataset": "demo", "system": "spacy_ner_cnn", "seed": 0, "status": "stopped", "segments": [],
+                "curve": [], "best": None, "resume_checks": [], "evaluation": None}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    res = run("--smoke", "--state", tmp_path / "state", "--results", tmp_path / "results", "--systems", "spacy_ner_cnn",
+              "--no-evaluate", check=False)
+    assert res.returncode == 1 and "segment runner" in res.stdout and "--restart" in res.stdout
+    assert json.loads((run_dir / "manifest.json").read_text()) == manifest
 
 
 def test_domain_pretrained_cnn_uses_vectors_and_pretrained_weights(tmp_path, run, shared_data):
     """floret vectors and spacy pretrain weights (built from aux text, cached in the state dir)
-    reach the first segment; a continued segment sources its own weights instead."""
+    reach the run's config; the next call resumes from its checkpoint with the same config."""
     import spacy
 
     state, results = tmp_path / "state", tmp_path / "results"
@@ -112,17 +147,20 @@ def test_domain_pretrained_cnn_uses_vectors_and_pretrained_weights(tmp_path, run
     weights = assets / "pretrain-sciner_spancat_cnn-floret" / "model0.bin"
     assert weights.exists() and set(json.loads((assets / "assets.json").read_text())) == {
         "vectors_s", "pretrain-sciner_spancat_cnn-floret_s"}
-    seg0 = (state / "runs" / "demo" / f"{system}-seed0" / "segment-0" / "config.cfg").read_text()
-    assert f"init_tok2vec = \"{weights}\"" in seg0 and "include_static_vectors = true" in seg0
-    nlp = spacy.load(state / "runs" / "demo" / f"{system}-seed0" / "model-last")
+    run_dir = state / "runs" / "demo" / f"{system}-seed0"
+    config = (run_dir / "config.cfg").read_text()
+    assert f"init_tok2vec = \"{weights}\"" in config and "include_static_vectors = true" in config
+    nlp = spacy.load(run_dir / "train" / "model-last")
     assert nlp.vocab.vectors.mode == "floret" and nlp.vocab.vectors.shape == (50000, 16)
-    manifest = json.loads((state / "runs" / "demo" / f"{system}-seed0" / "manifest.json").read_text())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
     built = json.loads((assets / "assets.json").read_text())
     assert manifest["domain_assets"] == {"vectors": built["vectors_s"], "pretrain": built["pretrain-sciner_spancat_cnn-floret_s"]}
     assert "domain pretraining, built once per data set" in (results / "convergence.md").read_text()
-    run(*common, "--patience-evals", "1")
-    seg1 = (state / "runs" / "demo" / f"{system}-seed0" / "segment-1" / "config.cfg").read_text()
-    assert "init_tok2vec = null" in seg1 and f"vectors = \"{assets / 'vectors'}\"" in seg1
+    # The next call resumes the run from its checkpoint with the same config (the weights are its own).
+    run(*common)
+    assert (run_dir / "config.cfg").read_text() == config
+    assert json.loads((run_dir / "manifest.json").read_text())["calls"][1]["from_step"] is not None
+    assert "Resuming after update" in (run_dir / "train.log").read_text()
 
 
 def test_bad_arguments_fail_in_one_line(tmp_path, run):
@@ -276,9 +314,9 @@ def test_decay_variant_trains_a_fixed_budget_to_zero_rate(tmp_path, run):
     assert "calibration_log" in r["evaluation"]  # sciner_spancat's decision rule, chosen on dev
     from spacy.util import load_config
 
-    cfg = load_config(tmp_path / "state" / "runs" / "demo" / "sciner_spancat_decay6-seed0" / "segment-0" / "config.cfg",
+    cfg = load_config(tmp_path / "state" / "runs" / "demo" / "sciner_spancat_decay6-seed0" / "config.cfg",
                       interpolate=False)
-    assert cfg["training"]["optimizer"]["learn_rate"]["schedule"]["total_steps"] == 6
+    assert cfg["training"]["optimizer"]["learn_rate"]["total_steps"] == 6 and cfg["training"]["patience"] == 0
     assert "| demo | sciner_spancat_decay6 |" in (results / "convergence.md").read_text()
     # The span-vector ablation trains, calibrates and evaluates end to end, and says what it changed.
     run("--smoke", "--state", tmp_path / "state", "--results", results, "--systems", "sciner_spancat_hybrid_ends_decay6")
@@ -292,16 +330,14 @@ def test_decay_variant_trains_a_fixed_budget_to_zero_rate(tmp_path, run):
 
 
 def run_configs(tmp_path, dataset, *systems):
-    """The first segment's config of each system on ``dataset``, as run_config writes it."""
+    """The config of each system's run on ``dataset``, as run_config writes it."""
     from spacy.util import load_config
 
     args = convergence.parse_args(["--datasets", dataset])
     args.deadline = 0
     configs = {}
     for system in systems:
-        seg = tmp_path / system
-        seg.mkdir()
-        path = convergence_runs.run_config(convergence_runs.Run(tmp_path, dataset, system, 0), args, tmp_path, seg)
+        path = convergence_runs.run_config(convergence_runs.Run(tmp_path, dataset, system, 0), args, tmp_path)
         configs[system] = load_config(path, interpolate=False)
     return configs
 
@@ -350,9 +386,7 @@ def test_v2_system_trains_the_default_config_with_the_bucketed_encoder(tmp_path)
 
 def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
     """The *_goldtok systems read train and dev with GoldTokensCorpus.v1 (gold_preproc that
-    keeps doc.spans), in the first segment and in a continued one (whose components come from
-    model-last but whose corpora do not); their plain counterparts keep spaCy's tokenization."""
-    from spacy.util import load_config
+    keeps doc.spans); their plain counterparts keep spaCy's tokenization."""
 
     names = ("sciner_spancat_hybrid_v2_goldtok_decay1470", "spacy_spancat_goldtok_decay1470",
              "sciner_spancat_hybrid_v2_decay1470", "spacy_spancat_decay1470")
@@ -366,16 +400,6 @@ def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
             assert corpora["train"]["path"] == "${paths.train}" and corpora["dev"]["path"] == "${paths.dev}"
         else:
             assert readers == {"spacy.Corpus.v1"} and corpora["train"]["gold_preproc"] is False, name
-    # A continued segment of the hybrid variant: sourced components, gold_preproc still set.
-    args = convergence.parse_args(["--datasets", "scierc"])
-    args.deadline = 0
-    run = convergence_runs.Run(tmp_path, "scierc", names[0], 0)
-    run.m["curve"] = [{"step": 50, "seconds": 1.0, "score": 0.1}]
-    seg = tmp_path / "continued"
-    seg.mkdir()
-    cont = load_config(convergence_runs.run_config(run, args, tmp_path, seg), interpolate=False)
-    assert cont["components"]["sciner_spancat"] == {"source": str(run.dir / "model-last")}
-    assert cont["corpora"]["train"]["@readers"] == cont["corpora"]["dev"]["@readers"] == "spacy-sciner.GoldTokensCorpus.v1"
     assert convergence_runs.base_system(names[0]) in convergence_runs.ENCODER_V2
 
 
@@ -419,10 +443,9 @@ def test_own_encoder_system_needs_its_encoder(tmp_path, capsys, system):
                                    "--encoder", str(tmp_path / "encoder-fine")])
     args.deadline = 0
     run = convergence_runs.Run(tmp_path, "scierc", f"{system}_decay2000", 0)
-    (tmp_path / "seg").mkdir()
     from spacy.util import load_config
 
-    config = load_config(convergence_runs.run_config(run, args, tmp_path, tmp_path / "seg"), interpolate=False)
+    config = load_config(convergence_runs.run_config(run, args, tmp_path), interpolate=False)
     model = config["components"]["transformer"]["model"]
     assert model["name"] == str(tmp_path / "encoder-fine")
     assert model["@architectures"] == "spacy-sciner.TransformerModel.v2"

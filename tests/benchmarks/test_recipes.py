@@ -64,6 +64,10 @@ def test_missing_convergence_results_is_one_line_error(tmp_path, capsys):
 def test_scored_model_is_the_evaluated_copy(tmp_path):
     assert recipes.scored_model(tmp_path, "sciner_spancat_cnn") == tmp_path / "eval" / "calibrated"
     assert recipes.scored_model(tmp_path, "spacy_spancat") == tmp_path / "eval" / "calibrated"
+    # spaCy's ner: model-best, in sciner train's output folder (RUN/train), or directly in RUN
+    # for a run of the segment runner before it
+    assert recipes.scored_model(tmp_path, "spacy_ner_cnn") == tmp_path / "train" / "model-best"
+    (tmp_path / "model-best").mkdir()
     assert recipes.scored_model(tmp_path, "spacy_ner_cnn") == tmp_path / "model-best"
 
 
