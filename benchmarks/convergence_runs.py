@@ -251,6 +251,8 @@ def train_call(run: Run, args, corpus: Path) -> str:
     # The config is fixed by the first call: a resume with another one would be refused.
     config = run.dir / "config.cfg" if k and (run.dir / "config.cfg").exists() else run_config(run, args, corpus)
     (run.dir / STOP_MARKER).unlink(missing_ok=True)
+    # from_step: the last evaluation logged, where the checkpoint is (a kill between the log
+    # line and the checkpoint's write leaves it one evaluation further; train.log says where).
     call = {"index": k, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "load_start": os.getloadavg()[0], "from_step": run.m["curve"][-1]["step"] if run.m["curve"] else None}
     run.m["calls"].append(call)
