@@ -248,8 +248,13 @@ def train_call(run: Run, args, corpus: Path) -> str:
     continues from the checkpoint of the last evaluation, exactly); merges its curve into the
     run. Returns the run's status: converged / max steps / stopped (time budget) / failed."""
     k = len(run.m["calls"])
-    # The config is fixed by the first call: a resume with another one would be refused.
-    config = run.dir / "config.cfg" if k and (run.dir / "config.cfg").exists() else run_config(run, args, corpus)
+    # The config is fixed by the first call: a resume with another one would be refused
+    # (run_settings notes flags of this invocation that differ from the run's).
+    if k and (run.dir / "config.cfg").exists():
+        run_settings(run, args, SYSTEMS[base_system(run.system)][1])
+        config = run.dir / "config.cfg"
+    else:
+        config = run_config(run, args, corpus)
     (run.dir / STOP_MARKER).unlink(missing_ok=True)
     # from_step: the last evaluation logged, where the checkpoint is (a kill between the log
     # line and the checkpoint's write leaves it one evaluation further; train.log says where).

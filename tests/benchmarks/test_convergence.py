@@ -80,8 +80,10 @@ def test_budget_stop_resume_and_merge(tmp_path, run):
     run_dir = state / "runs" / "demo" / "spacy_ner_cnn-seed0"
     assert (run_dir / "train" / "checkpoint" / "state.pkl").exists()
 
-    second = run(*common, "--state", state)
+    second = run(*common, "--state", state, "--patience-evals", "3")
     assert f"call 1 (resumes after step {saved['step']})" in second.stdout
+    # The run keeps the settings of its first call (a resume with others would be refused).
+    assert "continuing with the run's own settings, not {'patience_evals': 3}" in second.stdout
     runs = load(results)
     r = runs["demo/spacy_ner_cnn/seed0"]
     assert r["status"] == "converged" and [c["stop"] for c in r["calls"]] == ["time budget", "converged"]
