@@ -138,7 +138,7 @@ def plot(report: dict, path: Path) -> None:
 def main(argv=None) -> dict:
     p = convergence.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", nargs="+", required=True, help="dataset/system/seed of convergence.py runs")
-    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--state", type=Path, default=convergence.STATE)
     p.add_argument("--values", nargs="+", type=int, default=[4096, 1024, 512, 256, 128])
     p.add_argument("--sentences", type=int, default=500)
     p.add_argument("--max-words", type=int, default=12000,

@@ -6,7 +6,7 @@ Each run (dataset x system x seed) trains a config from configs/ with `spacy sci
 max_steps; spacy-sciner.JSONLLogger.v1 writes the curve. Runs are resumable ACROSS
 SESSIONS: run state (config, sciner train's output folder with model-last, model-best and
 the checkpoint, the curve, manifest.json) lives under a state dir (default
-~/.cache/spacy-sciner/convergence), not in the work tree.
+benchmarks/work/convergence, ignored by git; $SCINER_CONVERGENCE_STATE), not committed.
 
 A run stops by convergence (no dev gain in `patience` evaluations), by max_steps, or by
 its time budget (--max-minutes: a before_update callback, sciner_convergence.budget.v1,
@@ -71,6 +71,11 @@ from convergence_runs import (OWN_ENCODER, PATIENCE_EVALS, ROOT, RUNNER, SYSTEMS
 # ---------------------------------------------------------------------------- main
 
 
+# The run state: under benchmarks/work (ignored by git, like fewshot.py's work folder), so
+# that a run goes on in a later session on a machine whose home cache does not persist.
+STATE = Path(os.environ.get("SCINER_CONVERGENCE_STATE", ROOT / "benchmarks" / "work" / "convergence"))
+
+
 def get_corpus(dataset: str, state: Path) -> Path:
     if dataset in ("scierc", "bionlp13cg"):  # the very DocBins of spancat_bench
         return spancat_bench.prepare(dataset, state / "corpora")
@@ -108,7 +113,7 @@ def parse_args(argv=None):
     p.add_argument("--encoder", default="sciner-minilm")
     p.add_argument("--pretrain-epochs", type=int, default=5, help="*_pretrain systems: spacy pretrain epochs on the aux text (the project's pretrain_epochs; resumed from the epochs saved)")
     p.add_argument("--marks", nargs="+", type=float, default=None, help="Minutes at which to report dev F (default 15 30 60)")
-    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--state", type=Path, default=STATE)
     p.add_argument("--results", type=Path, default=None, help="Default benchmarks/results (smoke: STATE/results)")
     p.add_argument("--no-evaluate", action="store_true", help="Do not evaluate converged runs on test")
     p.add_argument("--evaluate-stopped", action="store_true", help="Also evaluate runs stopped by the budget (best dev so far)")

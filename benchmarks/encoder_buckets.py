@@ -149,7 +149,7 @@ def main(argv=None) -> dict:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--state", type=Path, default=convergence.STATE)
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "encoder_buckets")
     p.add_argument("--padding-only", action="store_true", help="Only measure the padding ratios (tokenizer only)")
     args = p.parse_args(argv)

@@ -209,7 +209,7 @@ def table(conv: dict, speeds: dict, meta: dict) -> str:
 
 def main(argv=None) -> int:
     p = convergence.Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--state", type=Path, default=convergence.STATE)
     p.add_argument("--convergence", type=Path, default=ROOT / "benchmarks" / "results" / "convergence.json")
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "recipes")
     p.add_argument("--sentences", type=int, default=2000)

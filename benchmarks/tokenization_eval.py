@@ -150,7 +150,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="scierc")
     p.add_argument("--systems", nargs="+", required=True)
-    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--state", type=Path, default=convergence.STATE)
     p.add_argument("--convergence", type=Path, default=ROOT / "benchmarks" / "results" / "convergence.json")
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
     p.add_argument("--threads", type=int, default=2)

@@ -264,7 +264,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--gpu-id", type=int, default=-1)
-    p.add_argument("--state", type=Path, default=Path(os.environ.get("SCINER_CONVERGENCE_STATE", Path.home() / ".cache" / "spacy-sciner" / "convergence")))
+    p.add_argument("--state", type=Path, default=convergence.STATE)
     p.add_argument("--work", type=Path, default=Path.home() / ".cache" / "spacy-sciner" / "weak_cnn")
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "weak_cnn")
     args = p.parse_args(argv)
