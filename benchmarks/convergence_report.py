@@ -5,6 +5,7 @@ already in the JSON (so results of other machines or sessions are kept).
 """
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -67,9 +68,19 @@ def write_results(state: Path, results_dir: Path, args) -> Path:
 
 
 def portable(text: str) -> str:
-    """Committed results name no machine's folders: the checkout becomes relative, home "~"."""
-    root = str(Path(__file__).resolve().parent.parent)
-    return text.replace(root + "/", "").replace(str(Path.home()), "~")
+    """Committed results name no machine's folders: paths in the checkout become relative to it,
+    those under the home folder "~/...", and those in a folder beside the checkout (work kept
+    next to it, like ../shared) "../..."."""
+    root = Path(__file__).resolve().parent.parent
+
+    def starting(path: Path, new: str, text: str) -> str:
+        # only where a path starts ("/work/" inside "benchmarks/work/a" is no folder of the machine),
+        # also after a JSON-escaped line break or tab ("...\\n/work/...")
+        return re.sub(r"(?:(?<=\\[nt])|(?<![\w./~-]))" + re.escape(f"{path}/"), new, text)
+
+    text = starting(Path.home(), "~/", starting(root, "", text))
+    # after the home rule, so that a checkout right under the home folder keeps "~/..."
+    return text if root.parent == Path(root.anchor) else starting(root.parent, "../", text)
 
 
 def pct(x):

@@ -47,6 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import convergence  # noqa: E402  (get_corpus, train_env, Parser)
+from convergence_report import portable  # noqa: E402
 import fewshot_parts as parts  # noqa: E402
 import spancat_bench  # noqa: E402  (evaluate)
 
@@ -216,10 +217,7 @@ def write_results(args, eval_meta: dict, skipped: dict) -> None:
                     if not any(key.startswith(k + "/") for key in runs)},
     }
     tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two calls may run side by side (one per core)
-    # paths in the checkout are written relative to it, those under the home folder as ~/...:
-    # no machine's folders in the results
-    text = json.dumps(results, indent=1).replace(json.dumps(str(ROOT))[1:-1] + "/", "")
-    tmp.write_text(text.replace(json.dumps(str(Path.home()))[1:-1] + "/", "~/"))
+    tmp.write_text(portable(json.dumps(results, indent=1)))  # no machine's folders in the results
     tmp.replace(path)
     parts.write_markdown(results, args.results / "fewshot.md")
     parts.write_plot(results, args.results / "fewshot.png")

@@ -287,6 +287,21 @@ def test_results_name_no_machine_folders(tmp_path):
         assert "~/.cache/x/encoder" in text and str(Path.home()) + "/" not in text, name
 
 
+def test_portable_paths_name_no_machine_folder():
+    """Results name paths relative to the checkout: inside it, beside it ("../"), or under "~"."""
+    from convergence_report import portable
+
+    root = Path(convergence.__file__).resolve().parent.parent
+    text = portable(f"{root}/benchmarks/work/a {root.parent}/cache/w/b.bin {Path.home()}/.cache/c")
+    if root.parent == Path.home():
+        assert text == "benchmarks/work/a ~/cache/w/b.bin ~/.cache/c"
+    else:
+        assert text == "benchmarks/work/a ../cache/w/b.bin ~/.cache/c"
+    assert portable("/usr/lib/x sciner-minilm") == "/usr/lib/x sciner-minilm"
+    # a path after a line break inside a JSON string (a calibration log) too
+    assert portable(json.dumps(f"log\n{root}/m")) == json.dumps("log\nm")
+
+
 def test_an_evaluation_of_another_best_checkpoint_is_stale():
     """A run evaluated while stopped, then continued to a better checkpoint, is evaluated again."""
     stale_evaluation = convergence.stale_evaluation
