@@ -74,8 +74,8 @@ def portable(text: str) -> str:
     root = Path(__file__).resolve().parent.parent
 
     def starting(path: Path, new: str, text: str) -> str:
-        # only where a path starts ("/work/" inside "benchmarks/work/a" is no folder of the machine),
-        # also after a JSON-escaped line break or tab ("...\\n/work/...")
+        # only where a path starts (a parent folder named like "work" must not match inside
+        # "benchmarks/work/a"), also after a JSON-escaped line break or tab ("...\\n" + path)
         return re.sub(r"(?:(?<=\\[nt])|(?<![\w./~-]))" + re.escape(f"{path}/"), new, text)
 
     text = starting(Path.home(), "~/", starting(root, "", text))
