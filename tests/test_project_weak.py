@@ -34,7 +34,8 @@ def test_label_weak_command_reads_no_dev_or_test_file():
     assert "dev" not in text and "test" not in text, text
     assert "{AUX}" in text and "train.spacy" in text
     assert project["workflows"]["weak_all"] == [
-        "convert", "label-weak", "pretrain-weak", "export-encoder", "train-weak", "calibrate", "evaluate"]
+        "convert", "label-weak", "pretrain-weak", "export-encoder", "train-weak", "calibrate", "evaluate",
+        "evaluate-weak"]
 
 
 def test_weak_all_workflow_pretrains_exports_and_fine_tunes(tmp_path, tiny_bert_dir, project_with_aux):
@@ -86,3 +87,7 @@ def test_weak_all_workflow_pretrains_exports_and_fine_tunes(tmp_path, tiny_bert_
 
     metrics = json.loads((project / "metrics" / "demo.json").read_text())
     assert {"spans_sc_p", "spans_sc_r", "spans_sc_f"} <= set(metrics)
+    # evaluate-weak: the weak model on test as it is (zero-shot), scored by the demo's labels
+    zero_shot = json.loads((project / "metrics" / "demo-weak.json").read_text())
+    assert {"spans_sc_p", "spans_sc_r", "spans_sc_f"} <= set(zero_shot)
+    assert set(zero_shot["spans_sc_per_type"]) <= gold_labels

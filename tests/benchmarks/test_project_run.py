@@ -89,3 +89,26 @@ def test_a_weak_all_run_records_its_workflow_and_the_weak_checkpoint(tmp_path):
     plain = project_run.record("toy", {"dataset": "toy"}, [{"step": "train", "seconds": 1.0, "returncode": 0}],
                                root=tmp_path)
     assert plain["workflow"] == "all" and plain["weak_model_best"] is None
+
+
+def test_a_step_added_later_keeps_the_run_and_adds_the_zero_shot_scores(tmp_path):
+    """--add-step's record: the earlier timings and scores kept, the later step listed with its
+    date and commit, and evaluate-weak's zero-shot test scores read from its metrics file."""
+    rec = {"dataset": "toy", "workflow": "weak_all", "vars": {"dataset": "toy"}, "commit": "abc1234",
+           "threads": 2, "load_before": 1.0, "load_after": 2.0, "date": "2026-12-06",
+           "steps": [{"step": "train-weak", "seconds": 120.0, "returncode": 0}], "total_min": 2.0,
+           "updates": 10, "test": {"spans_sc_f": 0.8}, "calibrated_dev_f": 0.7,
+           "selected_checkpoint": "model-best", "decision": "floor", "threshold": 0.5,
+           "weak_model_best": None, "zero_shot": None}
+    (tmp_path / "metrics").mkdir()
+    srsly.write_json(tmp_path / "metrics" / "toy-weak.json",
+                     {"spans_sc_f": 0.33, "spans_sc_p": 0.38, "spans_sc_r": 0.29, "ents_f": 0.327, "speed": 5.0})
+    later = {"step": "evaluate-weak", "seconds": 18.0, "returncode": 0,
+             "later": {"date": "2026-12-07", "commit": "def5678"}}
+    out = project_run.add_step(rec, later, root=tmp_path)
+    assert out["steps"] == rec["steps"] + [later] and out["test"] == {"spans_sc_f": 0.8}
+    assert out["total_min"] == 2.3 and out["commit"] == "abc1234"
+    assert out["zero_shot"] == {"spans_sc_f": 0.33, "spans_sc_p": 0.38, "spans_sc_r": 0.29, "ents_f": 0.327}
+    md = project_run.markdown(out)
+    assert "| evaluate-weak (run later: 2026-12-07, commit def5678) | 0.3 | 0 |" in md
+    assert "Zero-shot (that weak model on test as it is, no gold training): span F 33.0 (P 38.0 / R 29.0)" in md
