@@ -84,8 +84,6 @@ def weak_checkpoint_scores(dataset: str, root: Path = ROOT) -> Optional[Dict[str
 def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]],
            root: Path = ROOT, workflow: str = "all") -> Dict[str, Any]:
     """Collect the run's numbers from the files the workflow wrote (nothing typed by hand)."""
-    metrics_path = root / "metrics" / f"{dataset}.json"
-    metrics = srsly.read_json(metrics_path) if metrics_path.exists() else {}
     report = _find_calibration(root / "training" / dataset / "model-calibrated") or {}
     ran = {t["step"] for t in timings}
     return {
@@ -93,7 +91,7 @@ def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]
         "total_min": round(sum(t["seconds"] for t in timings) / 60, 1),
         "updates": next((t["updates"] for t in timings if "updates" in t), None),
         "config_chosen": next((t["config"] for t in timings if "config" in t), None),
-        "test": {key: metrics[key] for key in SCORES if key in metrics},
+        "test": _scores(root / "metrics" / f"{dataset}.json"),
         "calibrated_dev_f": report.get("dev_f"),
         "selected_checkpoint": report.get("selected_checkpoint"),
         "decision": report.get("decision"), "threshold": report.get("threshold"),
@@ -104,9 +102,13 @@ def record(dataset: str, overrides: Dict[str, str], timings: List[Dict[str, Any]
 
 def zero_shot_scores(dataset: str, root: Path = ROOT) -> Optional[Dict[str, float]]:
     """The test scores of the weak model as it is (evaluate-weak's metrics), or None."""
-    path = root / "metrics" / f"{dataset}-weak.json"
+    return _scores(root / "metrics" / f"{dataset}-weak.json") or None
+
+
+def _scores(path: Path) -> Dict[str, float]:
+    """The span and ents scores of a `spacy evaluate --output` file ({} where there is none)."""
     metrics = srsly.read_json(path) if path.exists() else {}
-    return {key: metrics[key] for key in SCORES if key in metrics} or None
+    return {key: metrics[key] for key in SCORES if key in metrics}
 
 
 def add_step(rec: Dict[str, Any], timing: Dict[str, Any], root: Path = ROOT) -> Dict[str, Any]:
@@ -207,6 +209,7 @@ def main() -> None:
     out.with_suffix(".md").write_text(markdown(rec), encoding="utf8")
     print(markdown(rec))
     sys.exit(1 if any(t["returncode"] for t in rec["steps"]) else 0)
+
 
 if __name__ == "__main__":
     main()
