@@ -129,7 +129,7 @@ def write_markdown(results: dict, path: Path) -> None:
             + f" | {s['train_seconds'] / 60:.1f} | {loads} | {checks} |")
     for ds in sorted({r["dataset"] for r in results["runs"].values()}):
         lines += ["", f"![{ds}](convergence_{ds}.png)"]
-    from convergence_runs import ENCODER_V2, GOLD_PREPROC, SENTENCIZED, SPAN_HEAD, base_system  # (here: convergence_runs imports spaCy)
+    from convergence_runs import ENCODER_V2, GOLD_PREPROC, OPTIMIZER, SENTENCIZED, SPAN_HEAD, base_system  # (here: convergence_runs imports spaCy)
 
     lines += ["", "## What ran", "",
               "Each run trains its config (saved beside it in the state dir) with these settings. Runs with calls: "
@@ -145,6 +145,9 @@ def write_markdown(results: dict, path: Path) -> None:
             lines.append(f"  - span vector: [components.sciner_spancat.model] {json.dumps(SPAN_HEAD[base_system(r['system'])])}")
         if base_system(r["system"]) in SENTENCIZED:
             lines.append("  - pipeline: spaCy's sentencizer first, also annotating the training docs")
+        if base_system(r["system"]) in OPTIMIZER:
+            lines.append(f"  - optimizer: [training.optimizer] {json.dumps(OPTIMIZER[base_system(r['system'])])} "
+                         "(evaluated and saved with the averages, the transformer's included)")
         if base_system(r["system"]) in ENCODER_V2:
             lines.append("  - encoder: spacy-sciner.TransformerModel.v2, max_padded_wordpieces 512 (the configs since "
                          "bf300b6); runs of the other systems here used v1, one encoder call per batch")

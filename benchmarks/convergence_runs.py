@@ -62,6 +62,10 @@ SYSTEMS = {
     # (tokenization_eval.py measures the other one).
     "sciner_spancat_hybrid_v2_goldtok": ("configs/sciner_spancat_hybrid.cfg", True),
     "spacy_spancat_goldtok": ("configs/spacy_spancat.cfg", True),
+    # The default recipe evaluated and saved with the optimizer's parameter averages (thinc's
+    # use_averages: an average over the last ~t/9 of t updates), the transformer's weights
+    # included (spacy_sciner/training/averages.py; spaCy's use_params misses those).
+    "sciner_spancat_hybrid_v2_avg": ("configs/sciner_spancat_hybrid.cfg", True),
 }
 # Settings of [components.sciner_spancat.model] that a system changes in its config: max pooling
 # (SEPT, the default) + the first and last token's vectors (the boundary tokens, PURE-style) + a
@@ -70,9 +74,11 @@ SPAN_HEAD = {"sciner_spancat_hybrid_ends": {"reducer": "max_endpoints", "width_e
 # Systems whose pipeline starts with spaCy's sentencizer, also run on the training docs
 # (annotating_components): the docs built from the text have no sentence starts otherwise.
 SENTENCIZED = {"sciner_spancat_hybrid_sents"}
+# Settings of [training.optimizer] that a system changes in its config.
+OPTIMIZER = {"sciner_spancat_hybrid_v2_avg": {"use_averages": True}}
 # Systems named for the encoder architecture their runs used (the others' runs so far: v1).
 ENCODER_V2 = {"sciner_spancat_hybrid_v2", "sciner_spancat_hybrid_v2_weak", "sciner_spancat_hybrid_v2_goldtok",
-              "sciner_spancat_hybrid_v2_pft", "spacy_spancat_pft"}
+              "sciner_spancat_hybrid_v2_pft", "spacy_spancat_pft", "sciner_spancat_hybrid_v2_avg"}
 # Systems that train and pick model-best on the corpus's own words (GoldTokensCorpus.v1).
 GOLD_PREPROC = {"sciner_spancat_hybrid_v2_goldtok", "spacy_spancat_goldtok"}
 # Systems that need an encoder other than the default (--encoder; checked before any training).
@@ -179,6 +185,7 @@ def run_config(run: Run, args, corpus: Path) -> Path:
         T["batcher"]["size"] = st["batch_words"]
         T["optimizer"]["learn_rate"] = {"@schedules": "warmup_linear.v1", "warmup_steps": st["warmup_steps"],
                                         "total_steps": st["max_steps"], "initial_rate": st["lr"]}
+    T["optimizer"].update(OPTIMIZER.get(base_system(run.system), {}))
     T["before_update"] = {
         "@callbacks": "sciner_convergence.budget.v1", "curve": str(run.dir / "train" / "curve.jsonl"),
         "stop_file": str(run.dir / STOP_MARKER), "model_last": str(run.dir / "train" / "model-last"),

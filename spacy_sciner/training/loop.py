@@ -16,6 +16,10 @@ Exactness covers corpora read into memory (``max_epochs >= 0``, spaCy's default)
 streams read again for each pass (``max_epochs = -1``) whose passes are seeded by their
 number, as ``spacy-sciner.WeakBalancedCorpus.v1``'s are (tested): a resume reads the passes
 done again, without training, to the batch it stopped at.
+
+One deliberate difference from spaCy's loop: with ``use_averages = true`` the evaluations
+and the saved pipelines use the averages of a transformer's weights too (averages.py);
+spaCy's ``nlp.use_params`` swaps in only those of its own layers.
 """
 import os
 import random
@@ -49,6 +53,7 @@ from thinc.api import constant, fix_random_seed, set_gpu_allocator  # noqa: E402
 from wasabi import Printer  # noqa: E402
 
 from . import checkpoint  # noqa: E402
+from .averages import use_averages  # noqa: E402
 
 # Where a resumed run continues ({"step", "seconds"} already trained), set while its logger
 # is set up: loggers that write a file (JSONLLogger) append to it and go on with its clock.
@@ -146,7 +151,7 @@ def train(nlp, output_path: Path, *, run_id: Dict[str, Any], use_gpu: int = -1, 
     batches = epoch_batches(examples, train_corpus, nlp, T["batcher"], T["max_epochs"], saved.get("position"))
 
     def save_model(is_best: bool) -> None:
-        with nlp.use_params(optimizer.averages):
+        with use_averages(nlp, optimizer.averages):
             before_to_disk(nlp).to_disk(output_path / DIR_MODEL_LAST)
         if is_best:
             shutil.rmtree(output_path / DIR_MODEL_BEST, ignore_errors=True)
@@ -182,7 +187,7 @@ def train(nlp, output_path: Path, *, run_id: Dict[str, Any], use_gpu: int = -1, 
             optimizer.step_schedules()
             score, other_scores, is_best = None, None, None
             if not step % T["eval_frequency"]:
-                with nlp.use_params(optimizer.averages):
+                with use_averages(nlp, optimizer.averages):
                     score, other_scores = evaluate()
                 results.append((score, step))
                 is_best = score == max(results)[0]
@@ -213,7 +218,5 @@ def train(nlp, output_path: Path, *, run_id: Dict[str, Any], use_gpu: int = -1, 
         save_model(False)
     # Training ended normally: keep the config and the end, not a second copy of the weights.
     checkpoint.write(output_path, {**run_id, "finished": True, "step": step})
-    if optimizer.averages:
-        nlp.use_params(optimizer.averages)
     stdout.write(msg.good("Saved pipeline to output directory", output_path / DIR_MODEL_LAST) + "\n")
     return output_path / DIR_MODEL_LAST

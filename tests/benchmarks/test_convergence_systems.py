@@ -99,6 +99,15 @@ def test_v2_system_trains_the_default_config_with_the_bucketed_encoder(tmp_path)
     assert config["training"]["max_steps"] == 2000
 
 
+def test_averaged_variant_config(tmp_path):
+    """sciner_spancat_hybrid_v2_avg is the default config with the optimizer's averages kept
+    (use_averages); the plain system keeps the config's own setting (off)."""
+    configs = run_configs(tmp_path, "scierc", "sciner_spancat_hybrid_v2_avg_decay2000", "sciner_spancat_hybrid_v2_decay2000")
+    assert configs["sciner_spancat_hybrid_v2_avg_decay2000"]["training"]["optimizer"]["use_averages"] is True
+    assert configs["sciner_spancat_hybrid_v2_decay2000"]["training"]["optimizer"]["use_averages"] is False
+    assert configs["sciner_spancat_hybrid_v2_avg_decay2000"]["training"]["max_steps"] == 2000
+
+
 def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
     """The *_goldtok systems read train and dev with GoldTokensCorpus.v1 (gold_preproc that
     keeps doc.spans); their plain counterparts keep spaCy's tokenization."""

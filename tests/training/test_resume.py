@@ -255,3 +255,25 @@ def test_resume_after_the_last_evaluation_makes_no_extra_update(corpus, tmp_path
     assert train("sciner_spancat_cnn", tmp_path / "cut", over, resume=True) == 0
     assert checkpoint.read(tmp_path / "cut")[1]["finished"]
     assert_same_weights(tmp_path / "full" / "model-last", tmp_path / "cut" / "model-last")
+
+
+def test_averaged_transformer_is_saved_and_resumed(corpus, tmp_path, tiny_bert_dir):
+    """use_averages = true: model-last holds the averages of the transformer's weights too (not
+    only of spaCy's layers), and a resumed run ends as an uninterrupted one."""
+    over = {**overrides(corpus, "sciner_spancat_hybrid", tiny_bert_dir, steps=12), "training.optimizer.use_averages": True}
+    assert train("sciner_spancat_hybrid", tmp_path / "full", over) == 0
+    with pytest.raises(RuntimeError, match="simulated kill"):
+        train("sciner_spancat_hybrid", tmp_path / "cut", over, crash_at=9)
+    folder, state = checkpoint.read(tmp_path / "cut")
+    averages = state["optimizer"]["averages"]
+    saved, raw = weights(tmp_path / "cut" / "model-last"), weights(folder / checkpoint.MODEL)
+    # Every trained torch weight (the pooler gets no gradient: it has no average and stays as is).
+    torch_keys = {k: f"transformer/s0/{k.split('/s0/', 1)[1]}" for k in saved if k.startswith("transformer/") and "/s0/" in k}
+    torch_keys = {k: name for k, name in torch_keys.items() if name in averages}
+    assert len(torch_keys) > 10
+    for key, name in torch_keys.items():
+        numpy.testing.assert_array_equal(saved[key], averages[name], err_msg=key)
+    assert any(not numpy.array_equal(saved[k], raw[k]) for k in torch_keys)  # not the raw weights
+    assert train("sciner_spancat_hybrid", tmp_path / "cut", over, resume=True) == 0
+    assert_same_weights(tmp_path / "full" / "model-last", tmp_path / "cut" / "model-last")
+    assert_same_weights(tmp_path / "full" / "model-best", tmp_path / "cut" / "model-best")
