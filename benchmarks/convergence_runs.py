@@ -66,6 +66,7 @@ SYSTEMS = {
     # use_averages: an average over the last ~t/9 of t updates), the transformer's weights
     # included (spacy_sciner/training/averages.py; spaCy's use_params misses those).
     "sciner_spancat_hybrid_v2_avg": ("configs/sciner_spancat_hybrid.cfg", True),
+    "spacy_spancat_avg": ("configs/spacy_spancat.cfg", True),  # the same for spaCy's spancat
 }
 # Settings of [components.sciner_spancat.model] that a system changes in its config: max pooling
 # (SEPT, the default) + the first and last token's vectors (the boundary tokens, PURE-style) + a
@@ -75,10 +76,11 @@ SPAN_HEAD = {"sciner_spancat_hybrid_ends": {"reducer": "max_endpoints", "width_e
 # (annotating_components): the docs built from the text have no sentence starts otherwise.
 SENTENCIZED = {"sciner_spancat_hybrid_sents"}
 # Settings of [training.optimizer] that a system changes in its config.
-OPTIMIZER = {"sciner_spancat_hybrid_v2_avg": {"use_averages": True}}
+OPTIMIZER = {"sciner_spancat_hybrid_v2_avg": {"use_averages": True}, "spacy_spancat_avg": {"use_averages": True}}
 # Systems named for the encoder architecture their runs used (the others' runs so far: v1).
 ENCODER_V2 = {"sciner_spancat_hybrid_v2", "sciner_spancat_hybrid_v2_weak", "sciner_spancat_hybrid_v2_goldtok",
-              "sciner_spancat_hybrid_v2_pft", "spacy_spancat_pft", "sciner_spancat_hybrid_v2_avg"}
+              "sciner_spancat_hybrid_v2_pft", "spacy_spancat_pft", "sciner_spancat_hybrid_v2_avg",
+              "spacy_spancat_avg"}
 # Systems that train and pick model-best on the corpus's own words (GoldTokensCorpus.v1).
 GOLD_PREPROC = {"sciner_spancat_hybrid_v2_goldtok", "spacy_spancat_goldtok"}
 # Systems that need an encoder other than the default (--encoder; checked before any training).

@@ -106,6 +106,9 @@ def test_averaged_variant_config(tmp_path):
     assert configs["sciner_spancat_hybrid_v2_avg_decay2000"]["training"]["optimizer"]["use_averages"] is True
     assert configs["sciner_spancat_hybrid_v2_decay2000"]["training"]["optimizer"]["use_averages"] is False
     assert configs["sciner_spancat_hybrid_v2_avg_decay2000"]["training"]["max_steps"] == 2000
+    spacy_avg = run_configs(tmp_path, "scierc", "spacy_spancat_avg_decay2000")["spacy_spancat_avg_decay2000"]
+    assert spacy_avg["training"]["optimizer"]["use_averages"] is True
+    assert spacy_avg["components"]["spancat"]["factory"] == "spancat"
 
 
 def test_gold_token_variants_train_and_select_on_the_corpus_words(tmp_path):
