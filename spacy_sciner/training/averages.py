@@ -11,6 +11,7 @@ tok2vec, the span scorer) and leaves the transformer at its last weights: with
 import contextlib
 from typing import Dict, Iterator, List, Optional, Tuple
 
+import torch
 from thinc.api import Model
 from thinc.shims import PyTorchShim
 from thinc.util import xp2torch
@@ -48,18 +49,16 @@ def use_averages(nlp, averages: Optional[Dict[Tuple[int, str], object]]) -> Iter
 
 @contextlib.contextmanager
 def _swap_torch_weights(shim: PyTorchShim, averages: Dict[Tuple[int, str], object]) -> Iterator[None]:
-    """The shim's torch parameters replaced by their averages (those the optimizer has; a
-    frozen parameter has none and stays), and put back after the block."""
-    model = shim._model
-    averaged = {name: averages[(shim.id, name)] for name, _ in model.named_parameters() if (shim.id, name) in averages}
-    if not averaged:
-        yield
-        return
-    state = model.state_dict()
-    backup = {name: state[name].detach().clone() for name in averaged}
-    # Buffers and unaveraged parameters keep their values; strict loading checks the names.
-    model.load_state_dict({**state, **{k: xp2torch(v, device=shim.device) for k, v in averaged.items()}})
+    """The shim's torch parameters replaced in place by their averages (those the optimizer
+    has; a frozen parameter has none and stays), and put back after the block."""
+    params = {name: p for name, p in shim._model.named_parameters() if (shim.id, name) in averages}
+    backup = {name: p.detach().clone() for name, p in params.items()}
+    with torch.no_grad():
+        for name, p in params.items():
+            p.copy_(xp2torch(averages[(shim.id, name)], device=p.device))
     try:
         yield
     finally:
-        model.load_state_dict({**model.state_dict(), **backup})
+        with torch.no_grad():
+            for name, p in params.items():
+                p.copy_(backup[name])
